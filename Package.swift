@@ -1,0 +1,70 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Our own targets build in Swift 6 mode with every warning an error; dependencies keep their own settings.
+let strict: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+/// One executable per function: the product name is the function name the host and `infra/functions.json` use.
+let functions: [(product: String, target: String)] = [
+    ("push-register", "PushRegister"),
+    ("push-unregister", "PushUnregister"),
+    ("dose-record", "DoseRecord"),
+    ("slot-bulk-record", "SlotBulkRecord"),
+    ("prn-record", "PrnRecord"),
+]
+
+let package = Package(
+    name: "caregiver-push",
+    platforms: [.macOS(.v15)],
+    products: functions.map { .executable(name: $0.product, targets: [$0.target]) } + [
+        .executable(name: "runner", targets: ["Runner"]),
+        .library(name: "CaregiverPush", targets: ["CaregiverPush"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(name: "CLibpq", path: "Shared/C/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Shared/C/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .target(
+            name: "CaregiverPush",
+            dependencies: [
+                "CLibpq", "CCurl", "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Shared",
+            exclude: ["C"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "Runner",
+            dependencies: [
+                "CaregiverPush",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "runner",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "CaregiverPushTests",
+            dependencies: [
+                "CaregiverPush",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/CaregiverPushTests",
+            swiftSettings: strict
+        ),
+    ]
+        + functions.map {
+            .executableTarget(
+                name: $0.target, dependencies: ["CaregiverPush"], path: "Functions/\($0.target)", swiftSettings: strict)
+        }
+)

@@ -1,0 +1,160 @@
+import CLibpq
+
+/// One libpq connection. The only place in the project that touches `PGconn` and `PGresult` pointers.
+///
+/// Blocking by design: a function handles one request at a time, and its work is a few short statements. Not
+/// `Sendable`: a connection belongs to the task that opened it. Call ``close()`` when done; `deinit` closes a
+/// connection that was forgotten.
+public final class PostgresConnection {
+    private var handle: OpaquePointer?
+
+    /// Opens a connection.
+    /// - Parameters:
+    ///   - url: a libpq connection URI or key/value string (`DATABASE_URL`). Its own settings win over the defaults
+    ///     given here (a 5 s connect timeout and the application name).
+    ///   - applicationName: shown in `pg_stat_activity`.
+    /// - Throws: ``PostgresError`` with code `.connectionFailed`; its `serverMessage` is libpq's text, which may name
+    ///   the host and user but never the password.
+    public init(url: String, applicationName: String = "caregiver-push") throws(PostgresError) {
+        // Keywords before `dbname` are defaults; the expanded URI overrides them.
+        let keywords = ["connect_timeout", "application_name", "dbname"]
+        let values = ["5", applicationName, url]
+        let connection = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let connection else { throw PostgresError(.connectionFailed, serverMessage: "out of memory") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.errorMessage(of: connection)
+            PQfinish(connection)
+            throw PostgresError(.connectionFailed, serverMessage: message)
+        }
+        // libpq prints NOTICEs to stderr by default; stderr carries our JSON log lines, so drop them.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        handle = connection
+    }
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    /// Closes the connection; later calls throw `.connectionLost`.
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+    }
+
+    /// Whether the connection is still usable (checked before reusing it for another invocation).
+    public var isOpen: Bool {
+        guard let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// Runs one parameterised statement and returns its rows (none for commands).
+    /// - Throws: ``PostgresError``: `.server` with the SQLSTATE, or `.connectionLost`.
+    @discardableResult
+    public func query(_ query: PostgresQuery) throws(PostgresError) -> PostgresRows {
+        guard let handle else { throw PostgresError(.connectionLost, serverMessage: "connection closed") }
+        let binds = query.binds
+        let result = withOptionalCStringArray(binds) { valuePointers in
+            query.sql.withCString { sql in
+                PQexecParams(handle, sql, Int32(binds.count), nil, valuePointers, nil, nil, 0)
+            }
+        }
+        return try consume(result, connection: handle)
+    }
+
+    /// Runs trusted SQL that may hold several statements (a migration file). No parameters.
+    public func executeScript(_ script: PostgresQuery) throws(PostgresError) {
+        guard let handle else { throw PostgresError(.connectionLost, serverMessage: "connection closed") }
+        precondition(script.binds.isEmpty, "a script takes no parameters")
+        let result = script.sql.withCString { PQexec(handle, $0) }
+        _ = try consume(result, connection: handle)
+    }
+
+    /// Copies a result into Swift values, frees it, and turns a failure into a ``PostgresError``.
+    private func consume(_ result: OpaquePointer?, connection: OpaquePointer) throws(PostgresError) -> PostgresRows {
+        guard let result else {
+            throw PostgresError(.connectionLost, serverMessage: Self.errorMessage(of: connection))
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PostgresRows(columns: [], rows: [], affectedRows: Self.affectedRows(result))
+        case PGRES_TUPLES_OK:
+            let columnCount = PQnfields(result)
+            let rowCount = PQntuples(result)
+            let columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
+            var rows: [[String?]] = []
+            rows.reserveCapacity(Int(rowCount))
+            for row in 0..<rowCount {
+                rows.append(
+                    (0..<columnCount).map { column in
+                        PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+                    })
+            }
+            return PostgresRows(columns: columns, rows: rows, affectedRows: Self.affectedRows(result))
+        case PGRES_FATAL_ERROR, PGRES_NONFATAL_ERROR, PGRES_BAD_RESPONSE:
+            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let message = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+            if PQstatus(connection) != CONNECTION_OK {
+                throw PostgresError(
+                    .connectionLost, sqlState: sqlState.map(SQLState.init(rawValue:)),
+                    serverMessage: message ?? Self.errorMessage(of: connection))
+            }
+            throw PostgresError(
+                .server, sqlState: sqlState.map(SQLState.init(rawValue:)),
+                serverMessage: message ?? Self.errorMessage(of: connection))
+        default:
+            throw PostgresError(.unexpectedResult, serverMessage: String(cString: PQresStatus(PQresultStatus(result))))
+        }
+    }
+
+    private static func affectedRows(_ result: OpaquePointer) -> Int {
+        Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    private static func errorMessage(of connection: OpaquePointer) -> String {
+        guard let message = PQerrorMessage(connection) else { return "unknown libpq error" }
+        return String(cString: message).trimmingSuffix(while: \.isWhitespace)
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix(while predicate: (Character) -> Bool) -> String {
+        var copy = self
+        while let last = copy.last, predicate(last) { copy.removeLast() }
+        return copy
+    }
+}
+
+/// Calls `body` with a C array of C strings that lives only for the call.
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    withOptionalCStringArray(strings.map { Optional($0) }, body)
+}
+
+/// Calls `body` with a NULL-terminated C array of optional C strings (NULL entries are SQL NULLs).
+private func withOptionalCStringArray<R>(
+    _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R
+) -> R {
+    // Each string is copied into one buffer, then pointers into that buffer are handed to C.
+    var offsets: [Int?] = []
+    var storage: [CChar] = []
+    for string in strings {
+        guard let string else {
+            offsets.append(nil)
+            continue
+        }
+        offsets.append(storage.count)
+        storage.append(contentsOf: string.utf8CString)
+    }
+    return storage.withUnsafeBufferPointer { buffer in
+        var pointers: [UnsafePointer<CChar>?] = offsets.map { offset -> UnsafePointer<CChar>? in
+            guard let offset, let base = buffer.baseAddress else { return nil }
+            return base + offset
+        }
+        pointers.append(nil)
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}
