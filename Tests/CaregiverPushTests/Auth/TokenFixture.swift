@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+@testable import CaregiverPush
+
+/// Fresh keys, a JWKS publishing them, and helpers to mint valid and hand-edited caregiver tokens.
+struct TokenFixture {
+    static let rsaKeyID = "rsa-key-1"
+    static let ecKeyID = "ec-key-1"
+
+    let secret = Array("a-test-only-jwt-secret-of-at-least-32-characters".utf8)
+    let now = Date(timeIntervalSince1970: 1_750_000_000)
+    let userID = UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!
+    let rsaKey: PrivateKey
+    let ecKey: PrivateKey
+    let jwks: JWKS
+
+    init() throws {
+        rsaKey = try PrivateKey.generateRSA()
+        ecKey = try PrivateKey.generateP256()
+        let set = JSONValue.object([
+            "keys": .array([try rsaKey.jwk(kid: Self.rsaKeyID), try ecKey.jwk(kid: Self.ecKeyID)])
+        ])
+        jwks = try JWKS(json: Self.text(set))
+    }
+
+    /// A verifier trusting both the HS256 secret and the JWKS.
+    func verifier(issuer: String? = nil) -> CaregiverTokenVerifier {
+        CaregiverTokenVerifier(hs256Secret: secret, jwks: jwks, issuer: issuer)
+    }
+
+    /// Claims that pass every check at ``now``; `changes` overrides or (with `nil`) removes members.
+    func claims(_ changes: [String: JSONValue?] = [:]) -> [String: JSONValue] {
+        var claims: [String: JSONValue] = [
+            "sub": .string(userID.uuidString.lowercased()),
+            "aud": .string("authenticated"),
+            "role": .string("authenticated"),
+            "exp": .number(now.timeIntervalSince1970 + 3600),
+            "iat": .number(now.timeIntervalSince1970 - 60),
+            "iss": .string("https://project.supabase.co/auth/v1"),
+            "is_anonymous": .bool(false),
+        ]
+        for (name, value) in changes { claims[name] = value }
+        return claims
+    }
+
+    func hs256(_ claims: [String: JSONValue]? = nil, header: [String: JSONValue] = [:]) throws -> String {
+        try JWTSigner.sign(header: header, claims: claims ?? self.claims(), using: .hmac(secret: secret))
+    }
+
+    func rs256(_ claims: [String: JSONValue]? = nil, header: [String: JSONValue] = [:]) throws -> String {
+        try JWTSigner.sign(header: header, claims: claims ?? self.claims(), using: .rsa(rsaKey, kid: Self.rsaKeyID))
+    }
+
+    func es256(_ claims: [String: JSONValue]? = nil, header: [String: JSONValue] = [:]) throws -> String {
+        try JWTSigner.sign(header: header, claims: claims ?? self.claims(), using: .ec(ecKey, kid: Self.ecKeyID))
+    }
+
+    /// A token whose header and payload are exactly the given JSON texts, correctly signed with `key`.
+    func handBuilt(header: String, payload: String, using key: JWTSigningKey) throws -> String {
+        try JWTSigner.sign(headerJSON: Array(header.utf8), payloadJSON: Array(payload.utf8), using: key)
+    }
+
+    /// Verifies and returns the rejection reason, or `nil` when the token was accepted.
+    func rejection(of token: String, by verifier: CaregiverTokenVerifier? = nil) -> TokenRejection.Reason? {
+        do {
+            _ = try (verifier ?? self.verifier()).verify(token, now: now)
+            return nil
+        } catch {
+            return error.reason
+        }
+    }
+
+    static func text(_ value: JSONValue) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func segments(_ token: String) -> [String] {
+        token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    static func replacing(segment index: Int, of token: String, with replacement: String) -> String {
+        var parts = segments(token)
+        parts[index] = replacement
+        return parts.joined(separator: ".")
+    }
+
+    static func encodedJSON(_ text: String) -> String {
+        Base64URL.encode(Array(text.utf8))
+    }
+}
