@@ -1,0 +1,112 @@
+import Foundation
+
+/// Everything a function reads from its environment, read once at start (SPEC §3).
+///
+/// Reading never fails: a missing or malformed variable is kept as a ``ConfigurationError`` and reported when
+/// something needs it, so that a misconfigured function still answers each invocation with a 500 problem and a
+/// log line naming the variable, instead of dying without a response.
+public struct Configuration: Sendable {
+    public enum PushEnvironment: String, Sendable, CaseIterable {
+        case development = "DEV"
+        case production = "PROD"
+    }
+
+    public var databaseURL: String?
+    /// `SUPABASE_JWT_SECRET`: HS256 secret, used as its UTF-8 bytes (as Supabase does).
+    public var jwtSecret: String?
+    /// `SUPABASE_JWKS`, with a `@/path` reference already read.
+    public var jwksJSON: String?
+    public var jwtAudience: String
+    public var jwtIssuer: String?
+    public var pushEnvironment: PushEnvironment?
+    /// `FCM_SERVICE_ACCOUNT_JSON` (base64 of the key file) as given.
+    public var fcmServiceAccountBase64: String?
+    public var fcmServiceAccountFile: String?
+    public var fcmAPIBaseURL: String
+    public var pushSendDeadlineMilliseconds: Int
+    /// Problems found while reading, reported by ``requireFunctionBasics()`` or by the push.
+    public var errors: [ConfigurationError]
+
+    /// Reads the configuration from an environment (normally `ProcessInfo.processInfo.environment`).
+    public init(environment: [String: String]) {
+        func value(_ name: String) -> String? {
+            guard let raw = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !raw.isEmpty else {
+                return nil
+            }
+            return raw
+        }
+        errors = []
+        databaseURL = value("DATABASE_URL")
+        jwtSecret = value("SUPABASE_JWT_SECRET")
+        if let secret = jwtSecret, secret.utf8.count < 32 {
+            // A short HMAC secret can be brute-forced from one token; Supabase's are at least 32 characters.
+            jwtSecret = nil
+            errors.append(ConfigurationError(variable: "SUPABASE_JWT_SECRET", reason: "is shorter than 32 characters"))
+        }
+        jwtAudience = value("SUPABASE_JWT_AUDIENCE") ?? "authenticated"
+        jwtIssuer = value("SUPABASE_JWT_ISSUER")
+        if let jwks = value("SUPABASE_JWKS") {
+            if jwks.hasPrefix("@") {
+                let path = String(jwks.dropFirst())
+                if let contents = try? String(contentsOfFile: path, encoding: .utf8) {
+                    jwksJSON = contents
+                } else {
+                    jwksJSON = nil
+                    errors.append(ConfigurationError(variable: "SUPABASE_JWKS", reason: "the file it names cannot be read"))
+                }
+            } else {
+                jwksJSON = jwks
+            }
+        } else {
+            jwksJSON = nil
+        }
+        if let raw = value("PUSH_ENVIRONMENT") {
+            pushEnvironment = PushEnvironment(rawValue: raw)
+            if pushEnvironment == nil {
+                errors.append(ConfigurationError(variable: "PUSH_ENVIRONMENT", reason: "must be DEV or PROD"))
+            }
+        } else {
+            pushEnvironment = nil
+        }
+        fcmServiceAccountBase64 = value("FCM_SERVICE_ACCOUNT_JSON")
+        fcmServiceAccountFile = value("FCM_SERVICE_ACCOUNT_FILE")
+        fcmAPIBaseURL = value("FCM_API_BASE_URL") ?? "https://fcm.googleapis.com"
+        if let raw = value("PUSH_SEND_DEADLINE_MS") {
+            if let milliseconds = Int(raw), milliseconds > 0, milliseconds <= 900_000 {
+                pushSendDeadlineMilliseconds = milliseconds
+            } else {
+                pushSendDeadlineMilliseconds = 10_000
+                errors.append(
+                    ConfigurationError(variable: "PUSH_SEND_DEADLINE_MS", reason: "must be 1 to 900000 milliseconds"))
+            }
+        } else {
+            pushSendDeadlineMilliseconds = 10_000
+        }
+    }
+
+    /// Checks what every invocation needs: a database URL and at least one way to verify caregiver tokens.
+    /// - Throws: the first ``ConfigurationError`` that makes the function unusable.
+    public func requireFunctionBasics() throws(ConfigurationError) {
+        guard databaseURL != nil else {
+            throw ConfigurationError(variable: "DATABASE_URL", reason: "is not set")
+        }
+        guard jwtSecret != nil || jwksJSON != nil else {
+            if let keyError = errors.first(where: { $0.variable.hasPrefix("SUPABASE_JWT") || $0.variable == "SUPABASE_JWKS" }) {
+                throw keyError
+            }
+            throw ConfigurationError(
+                variable: "SUPABASE_JWT_SECRET", reason: "is not set (nor SUPABASE_JWKS): caregiver tokens cannot be verified")
+        }
+    }
+}
+
+/// A missing or malformed environment variable. Safe to log: it names the variable, never its value.
+public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible, ProblemConvertible {
+    public let variable: String
+    public let reason: String
+
+    public var description: String { "\(variable) \(reason)" }
+
+    /// A configuration error is the operator's problem, not the caller's: a bare 500.
+    public var problem: Problem { .internalError() }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+
+/// One HTTP endpoint, run as one function: a request in, a response (or a thrown problem) out.
+///
+/// After swift-aws-lambda-runtime's handler: each `Functions/*/main.swift` only names its endpoint and hands it to
+/// ``FunctionHost``, which owns stdin/stdout, decoding, encoding and turning errors into problem responses.
+/// `handle` is synchronous on purpose: the work is a few blocking libpq statements, and the function serves one
+/// request at a time.
+public protocol Endpoint: Sendable {
+    /// The function's name (`push-register`): the executable, the function table and the log's `function`.
+    var functionName: String { get }
+    /// The HTTP method the route accepts.
+    var method: String { get }
+
+    /// Handles one request. Throw a ``Problem`` (or a ``ProblemConvertible`` error) for a non-2xx answer.
+    func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse
+}
+
+/// A successful answer, and the work to do once it has been written.
+public struct EndpointResponse {
+    public var status: Int
+    public var body: any Encodable & Sendable
+    /// Runs after the response has been written and stdout closed (the push, SPEC §9). It must not throw; it is
+    /// bounded by the caller.
+    public var afterResponse: ((InvocationContext) -> Void)?
+
+    public init(status: Int = 200, body: any Encodable & Sendable, afterResponse: ((InvocationContext) -> Void)? = nil) {
+        self.status = status
+        self.body = body
+        self.afterResponse = afterResponse
+    }
+}
+
+/// `{"ok": true}`, the answer of the device endpoints.
+public struct OKBody: Codable, Sendable, Equatable {
+    public let ok: Bool
+    public init() { ok = true }
+}
+
+/// The part of the event an endpoint reads, already checked by ``FunctionHandler``: the body is decoded from base64
+/// when it was, and is within the size limit.
+public struct FunctionRequest: Sendable {
+    public let method: String
+    public let path: String
+    public let requestID: String
+    public let body: [UInt8]
+    private let event: APIGatewayV2Request
+
+    init(event: APIGatewayV2Request, method: String, requestID: String, body: [UInt8]) {
+        self.event = event
+        self.method = method
+        self.path = event.rawPath ?? event.requestContext?.http?.path ?? "/"
+        self.requestID = requestID
+        self.body = body
+    }
+
+    /// A header's value, looked up without regard to letter case.
+    public func header(_ name: String) -> String? { event.headerValue(name) }
+}
+
+/// What an invocation may use besides its request: configuration, the log, the database, the clock.
+///
+/// Not `Sendable`: it holds the database connection, which belongs to the invocation's thread. In the Runtime-API
+/// loop the same ``DatabaseSession`` is handed to each invocation, so the connection outlives them.
+public final class InvocationContext {
+    public let configuration: Configuration
+    public let logger: Logger
+    public let database: DatabaseSession
+    public let requestID: String
+    /// The invocation's "now", fixed at its start so that every check of one request agrees.
+    public let now: Date
+
+    public init(configuration: Configuration, logger: Logger, database: DatabaseSession, requestID: String, now: Date) {
+        self.configuration = configuration
+        self.logger = logger
+        self.database = database
+        self.requestID = requestID
+        self.now = now
+    }
+}

@@ -1,0 +1,110 @@
+import CaregiverPush
+import Foundation
+import Logging
+
+/// The real PostgreSQL the test command started (`DATABASE_URL`), migrated once per test process.
+///
+/// Tests share one database and run in parallel, so each creates its own patients and caregivers with fresh UUIDs
+/// and only ever looks at rows it created.
+enum TestDatabase {
+    static var url: String {
+        ProcessInfo.processInfo.environment["DATABASE_URL"] ?? "postgresql://postgres@127.0.0.1:25433/caregiver_push"
+    }
+
+    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static let migrationsDirectory = repositoryRoot.appendingPathComponent("infra/migrations")
+
+    /// Migrates the test database once per test process, before anything invokes a function against it.
+    static let migrated: Bool = {
+        guard let connection = try? connect() else { return false }
+        connection.close()
+        return true
+    }()
+
+    /// A migrated connection. The migrator's advisory lock makes the concurrent first calls safe.
+    static func connect() throws -> PostgresConnection {
+        let connection = try PostgresConnection(url: url, applicationName: "caregiver-push-tests")
+        try Migrator(directory: migrationsDirectory).migrate(connection, logger: Logger(label: "tests"))
+        return connection
+    }
+
+    /// Runs `body` with a fresh connection and closes it on every path.
+    static func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try connect()
+        defer { connection.close() }
+        return try body(connection)
+    }
+}
+
+/// Rows the tests create directly (SPEC §12: patients and medications have no API).
+enum Seed {
+    @discardableResult
+    static func patient(_ connection: PostgresConnection, displayName: String = "山田花子") throws -> UUID {
+        try connection.query("INSERT INTO patients (display_name) VALUES (\(displayName)) RETURNING id")[0]
+            .decode(UUID.self, at: 0)
+    }
+
+    static func link(_ connection: PostgresConnection, caregiver: UUID, patient: UUID, revoked: Bool = false) throws {
+        try connection.query(
+            """
+            INSERT INTO caregiver_patient_links (caregiver_id, patient_id, revoked_at)
+            VALUES (\(caregiver), \(patient), \(revoked ? Date() : nil))
+            """)
+    }
+
+    /// A patient session; returns the token text (the database keeps only its hash).
+    static func session(
+        _ connection: PostgresConnection, patient: UUID, expiresIn: TimeInterval = 3600, revoked: Bool = false
+    ) throws -> String {
+        let token = try PatientSessionToken.generate()
+        try connection.query(
+            """
+            INSERT INTO patient_sessions (patient_id, token_hash, expires_at, revoked_at)
+            VALUES (\(patient), \(PostgresBytes(token.hash)), \(Date().addingTimeInterval(expiresIn)),
+                    \(revoked ? Date() : nil))
+            """)
+        return token.text
+    }
+
+    struct Device: Equatable {
+        let ownerID: UUID
+        let token: String
+        let platform: String
+        let environment: String
+        let installationID: String?
+        let isEnabled: Bool
+        let disabledReason: String?
+        let lastSeenAt: Date
+    }
+
+    /// Every device row holding `token`, whoever owns it.
+    static func devices(_ connection: PostgresConnection, token: String) throws -> [Device] {
+        try connection.query(
+            """
+            SELECT owner_id, token, platform, environment, installation_id, is_enabled, disabled_reason, last_seen_at
+            FROM push_devices WHERE token = \(token) ORDER BY created_at
+            """
+        ).map { row in
+            Device(
+                ownerID: try row.decode(UUID.self, at: 0), token: try row.decode(String.self, at: 1),
+                platform: try row.decode(String.self, at: 2), environment: try row.decode(String.self, at: 3),
+                installationID: try row.decode(String?.self, at: 4), isEnabled: try row.decode(Bool.self, at: 5),
+                disabledReason: try row.decode(String?.self, at: 6), lastSeenAt: try row.decode(Date.self, at: 7))
+        }
+    }
+
+    /// Every device row of one caregiver.
+    static func devices(_ connection: PostgresConnection, owner: UUID) throws -> [Device] {
+        let tokens = try connection.query(
+            "SELECT token FROM push_devices WHERE owner_id = \(owner) ORDER BY created_at"
+        ).map { try $0.decode(String.self, at: 0) }
+        return try tokens.flatMap { try devices(connection, token: $0) }.filter { $0.ownerID == owner }
+    }
+}
+
+/// A device token of the FCM shape, unique per call.
+func makeDeviceToken() -> String {
+    "fcm-" + UUID().uuidString.lowercased() + ":APA91b" + String(repeating: "x", count: 40)
+}

@@ -1,0 +1,93 @@
+import CaregiverPush
+import Foundation
+import Logging
+import Synchronization
+
+/// The HS256 secret the tests configure, as a Supabase project's legacy JWT secret would be.
+let testJWTSecret = "test-secret-with-at-least-32-characters-of-entropy"
+
+/// A caregiver access token as Supabase Auth issues it (HS256, no `kid`).
+func caregiverToken(
+    _ caregiverID: UUID, expiresIn: TimeInterval = 3600, role: String = "authenticated", secret: String = testJWTSecret
+) throws -> String {
+    let now = Date().timeIntervalSince1970.rounded(.down)
+    return try JWTSigner.sign(
+        header: [:],
+        claims: [
+            "sub": .string(caregiverID.uuidString.lowercased()), "aud": .string("authenticated"),
+            "role": .string(role), "exp": .number(now + expiresIn), "iat": .number(now),
+            "is_anonymous": .bool(false),
+        ],
+        using: .hmac(secret: Array(secret.utf8)))
+}
+
+/// The environment the functions get in tests.
+func testEnvironment(_ overrides: [String: String?] = [:]) -> [String: String] {
+    var environment = [
+        "DATABASE_URL": TestDatabase.url,
+        "SUPABASE_JWT_SECRET": testJWTSecret,
+        "PUSH_ENVIRONMENT": "DEV",
+    ]
+    for (key, value) in overrides { environment[key] = value }
+    return environment
+}
+
+/// An API Gateway 2.0 event for a POST with a JSON body.
+func makeEvent(
+    path: String = "/", bearer: String?, body: String?, contentType: String? = "application/json",
+    method: String = "POST", extraHeaders: [String: String] = [:], base64: Bool = false
+) -> Data {
+    var headers = extraHeaders
+    if let bearer { headers["authorization"] = "Bearer \(bearer)" }
+    if let contentType { headers["content-type"] = contentType }
+    let event = APIGatewayV2Request(
+        routeKey: "\(method) \(path)", rawPath: path, headers: headers,
+        requestContext: .init(
+            requestId: UUID().uuidString.lowercased(), routeKey: "\(method) \(path)",
+            timeEpoch: Int64(Date().timeIntervalSince1970 * 1000),
+            http: .init(method: method, path: path, sourceIp: "127.0.0.1", userAgent: "tests")),
+        body: base64 ? body.map { Data($0.utf8).base64EncodedString() } : body, isBase64Encoded: base64)
+    return (try? JSONEncoder().encode(event)) ?? Data()
+}
+
+/// Log lines captured from the real JSON formatter.
+final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var text: String { lines.withLock { $0.joined() } }
+
+    func logger(function: String) -> Logger {
+        var logger = Logger(label: function) { label in
+            var handler = JSONLogHandler(label: label) { [self] line in self.lines.withLock { $0.append(line) } }
+            handler.logLevel = .debug
+            return handler
+        }
+        logger[metadataKey: "function"] = .string(function)
+        return logger
+    }
+}
+
+/// The result of one in-process invocation.
+struct Invocation {
+    let response: APIGatewayV2Response
+    let log: String
+
+    var status: Int { response.statusCode }
+    var json: JSONValue? { try? JSONValue.parse(response.body) }
+}
+
+/// Invokes an endpoint in-process through the same ``FunctionHandler`` the executables use.
+func invoke(
+    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment()
+) -> Invocation {
+    _ = TestDatabase.migrated
+    let captured = CapturedLog()
+    let handler = FunctionHandler(
+        endpoint: endpoint, configuration: Configuration(environment: environment),
+        logger: captured.logger(function: endpoint.functionName))
+    let database = DatabaseSession(url: environment["DATABASE_URL"])
+    defer { database.close() }
+    let outcome = handler.invoke(eventBytes: Array(event), database: database)
+    outcome.afterResponse?()
+    return Invocation(response: outcome.response, log: captured.text)
+}
