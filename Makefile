@@ -1,0 +1,39 @@
+# The two commands of the README, and the helpers around them.
+.PHONY: dev test build deps db-start db-stop migrate format lint clean
+
+DEV_PG_DIR  := .data/postgres
+DEV_PG_PORT ?= 25432
+DEV_DB_URL  := postgresql://postgres@127.0.0.1:$(DEV_PG_PORT)/caregiver_push
+
+## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
+test:
+	scripts/test.sh
+
+## make dev: install what is missing, start the local PostgreSQL under .data/, migrate, and say how to invoke.
+dev: deps build db-start migrate
+	@scripts/dev-info.sh "$(DEV_DB_URL)"
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	swift build
+
+db-start:
+	scripts/pg.sh start $(DEV_PG_DIR) $(DEV_PG_PORT)
+
+db-stop:
+	scripts/pg.sh stop $(DEV_PG_DIR)
+
+migrate:
+	DATABASE_URL="$(DEV_DB_URL)" "$$(swift build --show-bin-path)/runner" migrate
+
+format:
+	swift format --in-place --recursive Package.swift Functions Shared runner Tests
+
+lint:
+	swift format lint --strict --recursive Package.swift Functions Shared runner Tests
+
+clean:
+	-scripts/pg.sh stop $(DEV_PG_DIR)
+	rm -rf .build .data

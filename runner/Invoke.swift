@@ -1,0 +1,40 @@
+import ArgumentParser
+import CaregiverPush
+import Foundation
+
+/// `runner invoke <function> [event.json]`: one invocation through the built executable, like `sam local invoke`.
+struct Invoke: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Pipe one API Gateway 2.0 event (a file, or stdin) through a built function and print its response.")
+
+    @Argument(help: "The function name, e.g. push-register.")
+    var function: String
+
+    @Argument(help: "The event file; stdin when omitted.")
+    var event: String?
+
+    @OptionGroup var infra: InfraOptions
+
+    func run() throws {
+        let table = try infra.functionTable()
+        guard table.function(named: function) != nil else {
+            let names = table.functions.map(\.name).joined(separator: ", ")
+            throw ValidationError("unknown function \(function); the function table has: \(names)")
+        }
+        let eventData: Data
+        if let event {
+            eventData = try Data(contentsOf: URL(fileURLWithPath: event))
+        } else {
+            eventData = FileHandle.standardInput.readDataToEndOfFile()
+        }
+        let executable = infra.binaryDirectory().appendingPathComponent(function)
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw ValidationError("\(executable.path) is not built; run `swift build` first")
+        }
+        let result = try ChildProcess.run(executable: executable, input: eventData, forwardStandardError: true)
+        FileHandle.standardOutput.write(result.standardOutput)
+        if result.exitStatus != 0 {
+            throw ExitCode(result.exitStatus)
+        }
+    }
+}

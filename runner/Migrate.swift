@@ -1,0 +1,30 @@
+import ArgumentParser
+import CaregiverPush
+import Foundation
+import Logging
+
+/// `runner migrate`: applies `infra/migrations` in order, once each; safe to run concurrently and repeatedly.
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Apply the SQL migrations to DATABASE_URL.")
+
+    @Option(help: "The migrations directory.")
+    var migrations: String = "infra/migrations"
+
+    func run() throws {
+        JSONLogHandler.bootstrap()
+        let logger = Logger(label: "runner")
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            throw ValidationError("DATABASE_URL is not set")
+        }
+        let migrator = try Migrator(directory: URL(fileURLWithPath: migrations))
+        let connection: PostgresConnection
+        do {
+            connection = try PostgresConnection(url: url, applicationName: "caregiver-push-migrate")
+        } catch {
+            throw ValidationError("cannot connect to DATABASE_URL: \(error.serverMessage ?? "unknown error")")
+        }
+        defer { connection.close() }
+        let applied = try migrator.migrate(connection, logger: logger)
+        logger.info("migrations up to date", metadata: ["migration.applied": "\(applied.count)"])
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import CaregiverPush
+import Foundation
+import Logging
+
+/// The local stand-in for the function host (SPEC §10).
+@main
+struct Runner: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "runner",
+        abstract: "Run the caregiver-push functions locally, the way a serverless host runs them.",
+        subcommands: [Invoke.self, Migrate.self, Token.self]
+    )
+}
+
+/// Options shared by the subcommands that need the repository's `infra/`.
+struct InfraOptions: ParsableArguments {
+    @Option(help: "The function table.")
+    var functions: String = "infra/functions.json"
+
+    @Option(help: "The directory holding the built function executables (default: the runner's own directory).")
+    var binDir: String?
+
+    func functionTable() throws -> FunctionTable {
+        try FunctionTable(contentsOf: URL(fileURLWithPath: functions))
+    }
+
+    /// Where the function executables are: next to the runner unless told otherwise.
+    func binaryDirectory() -> URL {
+        if let binDir { return URL(fileURLWithPath: binDir) }
+        let runnerPath = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        return runnerPath.deletingLastPathComponent()
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what building and testing need, when it is missing: the C libraries' -dev packages (SPEC §1) and a
+# PostgreSQL server for the throwaway test/dev clusters. Safe to run again; installs nothing when all is there.
+set -euo pipefail
+
+missing=()
+pkg-config --exists libpq 2>/dev/null || missing+=(libpq-dev)
+pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)
+pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: not root; run: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for tests and local development, owned by the `postgres` user when we are root
+# (postgres refuses to run as root).
+#
+#   scripts/pg.sh start DIR PORT   initialise DIR if needed, start the server on 127.0.0.1:PORT, create the database
+#   scripts/pg.sh stop DIR         stop it (fast shutdown)
+#   scripts/pg.sh url PORT         print the DATABASE_URL for it
+set -euo pipefail
+
+DB_NAME=caregiver_push
+
+bindir() {
+    if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ]; then
+        pg_config --bindir
+    else
+        ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1
+    fi
+}
+
+as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+cmd=${1:?usage: pg.sh start DIR PORT | stop DIR | url PORT}
+case "$cmd" in
+start)
+    dir=${2:?data directory}
+    port=${3:?port}
+    bin=$(bindir)
+    mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
+    chmod 700 "$dir"
+    if [ ! -f "$dir/PG_VERSION" ]; then
+        as_owner "$bin/initdb" -D "$dir" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+    fi
+    if ! as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
+        as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+            start >/dev/null
+    fi
+    psql_cmd=("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qtA)
+    if [ "$("${psql_cmd[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" != "1" ]; then
+        "${psql_cmd[@]}" -c "CREATE DATABASE $DB_NAME" >/dev/null
+    fi
+    ;;
+stop)
+    dir=${2:?data directory}
+    [ -f "$dir/PG_VERSION" ] || exit 0
+    as_owner "$(bindir)/pg_ctl" -D "$dir" -m fast -w stop >/dev/null 2>&1 || true
+    ;;
+url)
+    echo "postgresql://postgres@127.0.0.1:${2:?port}/$DB_NAME"
+    ;;
+*)
+    echo "usage: pg.sh start DIR PORT | stop DIR | url PORT" >&2
+    exit 2
+    ;;
+esac
