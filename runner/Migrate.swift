@@ -25,6 +25,6 @@ struct Migrate: ParsableCommand {
         }
         defer { connection.close() }
         let applied = try migrator.migrate(connection, logger: logger)
-        logger.info("migrations up to date", metadata: ["migration.applied": "\(applied.count)"])
+        logger.info("migrations up to date", metadata: ["migration.applied": .stringConvertible(applied.count)])
     }
 }

@@ -35,13 +35,17 @@ struct ExecutableTests {
         return try JSONEncoder().encode(event)
     }
 
-    static func run(_ function: String, input: Data, environment: [String: String] = testEnvironment()) throws -> Run {
+    static func run(
+        _ function: String, arguments: [String] = [], input: Data, environment: [String: String] = testEnvironment()
+    ) throws -> Run {
         _ = TestDatabase.migrated
         let executable = binDirectory.appendingPathComponent(function)
         try #require(
             FileManager.default.isExecutableFile(atPath: executable.path),
             "build the functions first (make test does): \(executable.path)")
-        return Run(result: try ChildProcess.run(executable: executable, environment: environment, input: input))
+        return Run(
+            result: try ChildProcess.run(
+                executable: executable, arguments: arguments, environment: environment, input: input))
     }
 
     /// Every stderr line is one JSON object with the fields SPEC §2 names.
@@ -181,5 +185,51 @@ struct ExecutableTests {
             input: try Self.fixture("\(function)/caregiver.json", ["CAREGIVER_TOKEN": try caregiverToken(UUID())]))
         #expect(run.result.exitStatus == 0)
         #expect(run.response?.statusCode == 501)
+    }
+}
+
+/// The runner's one-shot commands, through the built `runner` binary.
+@Suite("runner invoke and migrate")
+struct RunnerCommandTests {
+    @Test("runner invoke pipes a fixture file through the built function and prints its response")
+    func invokeFile() throws {
+        let caregiver = UUID()
+        let token = makeDeviceToken()
+        let event = try ExecutableTests.fixture(
+            "push-register/valid.json",
+            ["CAREGIVER_TOKEN": try caregiverToken(caregiver), "DEVICE_TOKEN": token, "INSTALLATION_ID": "i"])
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("event-\(UUID().uuidString).json")
+        try event.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let run = try ExecutableTests.run(
+            "runner",
+            arguments: ["invoke", "push-register", file.path, "--functions",
+                        TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json").path],
+            input: Data())
+        #expect(run.result.exitStatus == 0)
+        #expect(run.response?.statusCode == 200)
+        #expect(try TestDatabase.with { try Seed.devices($0, token: token) }.first?.ownerID == caregiver)
+    }
+
+    @Test("runner invoke reads the event from stdin, and refuses a function the table does not name")
+    func invokeStdinAndUnknownFunction() throws {
+        let functions = TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json").path
+        let event = try ExecutableTests.fixture("push-register/no-auth.json", ["DEVICE_TOKEN": makeDeviceToken()])
+        let run = try ExecutableTests.run(
+            "runner", arguments: ["invoke", "push-register", "--functions", functions], input: event)
+        #expect(run.response?.statusCode == 401)
+        let unknown = try ExecutableTests.run(
+            "runner", arguments: ["invoke", "no-such-function", "--functions", functions], input: event)
+        #expect(unknown.result.exitStatus != 0)
+        #expect(unknown.stderr.contains("unknown function"))
+    }
+
+    @Test("runner migrate is repeatable: a second run applies nothing")
+    func migrateTwice() throws {
+        _ = TestDatabase.migrated
+        let migrations = TestDatabase.migrationsDirectory.path
+        let run = try ExecutableTests.run("runner", arguments: ["migrate", "--migrations", migrations], input: Data())
+        #expect(run.result.exitStatus == 0)
+        #expect(run.stderr.contains("\"migration.applied\":0"))
     }
 }
