@@ -26,6 +26,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(name: "CLibpq", path: "Shared/C/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -43,14 +45,28 @@ let package = Package(
             exclude: ["C"],
             swiftSettings: strict
         ),
+        .target(
+            name: "FCMEmulator",
+            dependencies: [
+                "CaregiverPush",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "runner/FCMEmulator",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "Runner",
             dependencies: [
                 "CaregiverPush",
+                "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "runner",
+            exclude: ["FCMEmulator"],
             swiftSettings: strict
         ),
         .testTarget(

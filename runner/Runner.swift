@@ -5,11 +5,11 @@ import Logging
 
 /// The local stand-in for the function host (SPEC §10).
 @main
-struct Runner: ParsableCommand {
+struct Runner: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "runner",
         abstract: "Run the caregiver-push functions locally, the way a serverless host runs them.",
-        subcommands: [Invoke.self, Migrate.self, Token.self]
+        subcommands: [Invoke.self, Migrate.self, Token.self, FCMEmulatorCommand.self]
     )
 }
 

@@ -67,14 +67,20 @@ public final class InvocationContext {
     public let configuration: Configuration
     public let logger: Logger
     public let database: DatabaseSession
+    /// The process's FCM credentials and access token, loaded on first use.
+    public let push: PushResources
     public let requestID: String
     /// The invocation's "now", fixed at its start so that every check of one request agrees.
     public let now: Date
 
-    public init(configuration: Configuration, logger: Logger, database: DatabaseSession, requestID: String, now: Date) {
+    public init(
+        configuration: Configuration, logger: Logger, database: DatabaseSession, push: PushResources,
+        requestID: String, now: Date
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.database = database
+        self.push = push
         self.requestID = requestID
         self.now = now
     }

@@ -28,10 +28,12 @@ public struct FunctionHandler<E: Endpoint> {
     /// - Parameters:
     ///   - eventBytes: the raw event JSON.
     ///   - database: the process's database session (kept across invocations in the Runtime-API loop).
+    ///   - push: the process's FCM resources (likewise kept).
     ///   - requestIDFallback: the host's request id (the Runtime API's), used when the event carries none.
     ///   - now: the invocation's clock reading.
     public func invoke(
-        eventBytes: [UInt8], database: DatabaseSession, requestIDFallback: String? = nil, now: Date = Date()
+        eventBytes: [UInt8], database: DatabaseSession, push: PushResources, requestIDFallback: String? = nil,
+        now: Date = Date()
     ) -> Outcome {
         let event: APIGatewayV2Request
         do {
@@ -46,7 +48,7 @@ public struct FunctionHandler<E: Endpoint> {
         var log = logger
         log[metadataKey: "requestId"] = .string(requestID)
         let context = InvocationContext(
-            configuration: configuration, logger: log, database: database, requestID: requestID, now: now)
+            configuration: configuration, logger: log, database: database, push: push, requestID: requestID, now: now)
         do {
             let request = try makeRequest(event, requestID: requestID)
             try configuration.requireFunctionBasics()

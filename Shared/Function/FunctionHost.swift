@@ -24,15 +24,18 @@ public enum FunctionHost {
         let configuration = Configuration(environment: environment)
         let handler = FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
         let database = DatabaseSession(url: configuration.databaseURL)
-        exit(runOnce(handler, database: database))
+        let push = PushResources(configuration: configuration)
+        exit(runOnce(handler, database: database, push: push))
     }
 
     /// One-shot mode. Returns the exit status: 0 once a response was written, 1 when none could be.
-    static func runOnce<E: Endpoint>(_ handler: FunctionHandler<E>, database: DatabaseSession) -> Int32 {
+    static func runOnce<E: Endpoint>(
+        _ handler: FunctionHandler<E>, database: DatabaseSession, push: PushResources
+    ) -> Int32 {
         let outcome: FunctionHandler<E>.Outcome
         switch readStandardInput(limit: eventLimit) {
         case .some(let bytes):
-            outcome = handler.invoke(eventBytes: bytes, database: database)
+            outcome = handler.invoke(eventBytes: bytes, database: database, push: push)
         case .none:
             handler.logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(eventLimit)"])
             let problem = Problem.payloadTooLarge(limit: FunctionHandler<E>.bodyLimit)

@@ -31,6 +31,7 @@ enum TestDatabase {
     }
 
     /// Runs `body` with a fresh connection and closes it on every path.
+    @discardableResult
     static func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let connection = try connect()
         defer { connection.close() }

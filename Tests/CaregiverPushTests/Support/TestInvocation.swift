@@ -87,7 +87,8 @@ func invoke(
         logger: captured.logger(function: endpoint.functionName))
     let database = DatabaseSession(url: environment["DATABASE_URL"])
     defer { database.close() }
-    let outcome = handler.invoke(eventBytes: Array(event), database: database)
+    let outcome = handler.invoke(
+        eventBytes: Array(event), database: database, push: PushResources(configuration: handler.configuration))
     outcome.afterResponse?()
     return Invocation(response: outcome.response, log: captured.text)
 }

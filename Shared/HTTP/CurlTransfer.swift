@@ -1,0 +1,167 @@
+import CCurl
+
+/// One HTTP request as libcurl performs it: owns the `CURL` easy handle, its header list and the buffer the
+/// response is written into. Part of the thin libcurl binding; nothing outside `Shared/HTTP` sees a pointer.
+final class CurlTransfer {
+    /// Collects what libcurl hands the write and header callbacks. Reached from C through an unretained pointer,
+    /// so the transfer keeps it alive for as long as the easy handle exists.
+    final class Sink {
+        var body: [UInt8] = []
+        var headerLines: [String] = []
+        let bodyLimit: Int
+
+        init(bodyLimit: Int) { self.bodyLimit = bodyLimit }
+    }
+
+    let handle: UnsafeMutableRawPointer
+    let tag: Int
+    private let sink: Sink
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+
+    /// Prepares (but does not start) a transfer.
+    /// - Throws: ``HTTPClientError`` when libcurl refuses the handle or an option.
+    init(request: HTTPRequest, tag: Int, timeoutMilliseconds: Int) throws(HTTPClientError) {
+        CurlGlobal.ensureInitialised()
+        guard let handle = curl_easy_init() else { throw HTTPClientError(.setupFailed) }
+        self.handle = handle
+        self.tag = tag
+        self.sink = Sink(bodyLimit: request.responseBodyLimit)
+        do {
+            try configure(request, timeoutMilliseconds: timeoutMilliseconds)
+        } catch {
+            curl_slist_free_all(headerList)
+            curl_easy_cleanup(handle)
+            throw error
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+    }
+
+    private func configure(_ request: HTTPRequest, timeoutMilliseconds: Int) throws(HTTPClientError) {
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_URL, request.url))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(timeoutMilliseconds, 3000))))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(max(timeoutMilliseconds, 1))))
+        // HTTP/2 over TLS when the server offers it (one connection, many streams), HTTP/1.1 otherwise.
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        // Wait for a connection that can multiplex rather than opening another one for each stream.
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        switch request.method {
+        case "POST":
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, request.body.count))
+            // libcurl copies the body, so nothing here has to outlive this call.
+            let copied = request.body.withUnsafeBufferPointer { buffer in
+                ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+            }
+            try check(copied)
+        case "GET":
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1))
+        default:
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+        }
+        // "Expect: 100-continue" would cost a round trip on every POST.
+        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
+            guard let appended = curl_slist_append(headerList, line) else { throw HTTPClientError(.setupFailed) }
+            headerList = appended
+        }
+        try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+        let context = Unmanaged.passUnretained(sink).toOpaque()
+        try check(ccurl_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, curlWriteBody))
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
+        try check(ccurl_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader))
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
+    }
+
+    private func check(_ code: CURLcode) throws(HTTPClientError) {
+        guard code == CURLE_OK else { throw HTTPClientError(.setupFailed, curlCode: Int(code.rawValue)) }
+    }
+
+    /// The outcome once libcurl reports the transfer done with `code`.
+    func result(code: CURLcode) -> Result<HTTPResponse, HTTPClientError> {
+        guard code == CURLE_OK else {
+            switch code {
+            case CURLE_OPERATION_TIMEDOUT:
+                return .failure(HTTPClientError(.timedOut, curlCode: Int(code.rawValue)))
+            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY,
+                CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_SSL_CONNECT_ERROR,
+                CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+                return .failure(HTTPClientError(.connectionFailed, curlCode: Int(code.rawValue)))
+            case CURLE_WRITE_ERROR:
+                return .failure(HTTPClientError(.responseTooLarge, curlCode: Int(code.rawValue)))
+            default:
+                return .failure(HTTPClientError(.transferFailed, curlCode: Int(code.rawValue)))
+            }
+        }
+        var status = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return .success(HTTPResponse(status: status, headers: Self.parseHeaders(sink.headerLines), body: sink.body))
+    }
+
+    /// How many new connections this transfer opened (0 when it reused one).
+    var connectionsOpened: Int {
+        var count = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &count)
+        return count
+    }
+
+    /// The headers of the last response (a 100-continue or a redirect may precede it), names lower-cased.
+    static func parseHeaders(_ lines: [String]) -> [String: String] {
+        var headers: [String: String] = [:]
+        for line in lines {
+            if line.hasPrefix("HTTP/") {
+                headers = [:]
+                continue
+            }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingWhitespace()
+            headers[name] = headers[name].map { "\($0), \(value)" } ?? value
+        }
+        return headers
+    }
+}
+
+/// `CURLOPT_WRITEFUNCTION`: appends body bytes; refusing (returning 0) past the limit aborts the transfer.
+private let curlWriteBody: ccurl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<CurlTransfer.Sink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    guard sink.body.count + length <= sink.bodyLimit else { return 0 }
+    data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+    return length
+}
+
+/// `CURLOPT_HEADERFUNCTION`: one header line per call.
+private let curlWriteHeader: ccurl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<CurlTransfer.Sink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    }
+    if sink.headerLines.count < 200 { sink.headerLines.append(line) }
+    return length
+}
+
+/// `curl_global_init` must run once before any other libcurl call.
+enum CurlGlobal {
+    private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    static func ensureInitialised() {
+        _ = initialised
+    }
+}
+
+extension Substring {
+    func trimmingWhitespace() -> String {
+        var text = self
+        while let first = text.first, first.isWhitespace { text.removeFirst() }
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        return String(text)
+    }
+}

@@ -1,0 +1,116 @@
+import CaregiverPush
+import Foundation
+import Testing
+
+/// A running `runner fcm-emulator` process: the fake Google at the network edge, on 127.0.0.1.
+///
+/// Each instance has its own throwaway service-account key and client email, so the shared access-token cache in
+/// the database (keyed by client email) is its own too, and tests running in parallel do not see each other's mints.
+final class FCMFake {
+    let port: Int
+    let clientEmail: String
+    /// The key file the functions get (base64 in `FCM_SERVICE_ACCOUNT_JSON`).
+    let serviceAccountJSON: String
+    private let process: Process
+    private let directory: URL
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    init(delayMilliseconds: Int = 0) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("fcm-fake-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let key = try PrivateKey.generateRSA()
+        let projectID = "demo-project"
+        clientEmail = "push-\(UUID().uuidString.prefix(8).lowercased())@demo-project.iam.gserviceaccount.com"
+        let keyID = UUID().uuidString.lowercased()
+        let bootstrapFile = directory.appendingPathComponent("service-account.json")
+        let pem = try key.pemPKCS8()
+        try ServiceAccount.keyFileJSON(
+            projectID: projectID, clientEmail: clientEmail, privateKeyID: keyID, privateKeyPEM: pem,
+            tokenURI: "http://127.0.0.1/token"
+        ).write(to: bootstrapFile, atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = ExecutableTests.binDirectory.appendingPathComponent("runner")
+        process.arguments = [
+            "fcm-emulator", "--service-account", bootstrapFile.path, "--port", "0", "--delay-ms", "\(delayMilliseconds)",
+        ]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        var announced = Data()
+        while !announced.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            announced.append(chunk)
+        }
+        guard let line = try? JSONValue.parse(Array(announced)), let port = line["port"]?.integerValue else {
+            process.terminate()
+            throw FakeError.didNotStart
+        }
+        self.port = Int(port)
+        serviceAccountJSON = ServiceAccount.keyFileJSON(
+            projectID: projectID, clientEmail: clientEmail, privateKeyID: keyID, privateKeyPEM: pem,
+            tokenURI: "http://127.0.0.1:\(port)/token")
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    enum FakeError: Error { case didNotStart, badAnswer }
+
+    /// The function environment pointing at this fake.
+    func environment(_ overrides: [String: String?] = [:]) -> [String: String] {
+        var base: [String: String?] = [
+            "FCM_SERVICE_ACCOUNT_JSON": Data(serviceAccountJSON.utf8).base64EncodedString(),
+            "FCM_API_BASE_URL": baseURL,
+        ]
+        for (key, value) in overrides { base[key] = value }
+        return testEnvironment(base)
+    }
+
+    func configuration(_ overrides: [String: String?] = [:]) -> Configuration {
+        Configuration(environment: environment(overrides))
+    }
+
+    /// Every `messages:send` received (any answer), oldest first.
+    func requests() throws -> [JSONValue] {
+        try get("/_emulator/fcm/requests")["requests"]?.arrayValue ?? []
+    }
+
+    /// The delivered messages (answered 200), oldest first.
+    func messages() throws -> [JSONValue] {
+        try get("/_emulator/fcm/messages")["messages"]?.arrayValue ?? []
+    }
+
+    /// Delivered messages addressed to one of `tokens`.
+    func messages(to tokens: Set<String>) throws -> [JSONValue] {
+        try messages().filter { tokens.contains($0["token"]?.stringValue ?? "") }
+    }
+
+    var mints: Int {
+        get throws { Int(try get("/_emulator/fcm/stats")["mints"]?.integerValue ?? -1) }
+    }
+
+    func configure(delayMilliseconds: Int? = nil, revokeAccessTokens: Bool = false) throws {
+        var body: [String: JSONValue] = ["revokeAccessTokens": .bool(revokeAccessTokens)]
+        if let delayMilliseconds { body["delayMs"] = .number(Double(delayMilliseconds)) }
+        let request = HTTPRequest(
+            method: "POST", url: baseURL + "/_emulator/fcm/config", headers: [("Content-Type", "application/json")],
+            body: Array(json(body).utf8))
+        guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000), response.status == 200
+        else { throw FakeError.badAnswer }
+    }
+
+    private func get(_ path: String) throws -> JSONValue {
+        guard case .success(let response) = HTTPClient.perform(HTTPRequest(url: baseURL + path), timeoutMilliseconds: 5000),
+            response.status == 200
+        else { throw FakeError.badAnswer }
+        return try JSONValue.parse(response.body)
+    }
+}

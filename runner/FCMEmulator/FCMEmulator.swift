@@ -1,0 +1,247 @@
+import CaregiverPush
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// A local stand-in for Google's OAuth token endpoint and FCM HTTP v1 `messages:send`, answering exactly as
+/// FCM-NOTES.md describes, keeping what it received, and listing it over HTTP.
+///
+/// - `POST /token` — verifies the service-account assertion (RS256 signature against the key's public half, `kid`,
+///   `iss`, `scope`, `aud`, `iat`/`exp`) and issues an access token.
+/// - `POST /v1/projects/{project}/messages:send` — checks the bearer token and the message, answers per
+///   ``FCMErrorScenario``, after the configured delay.
+/// - `GET /_emulator/fcm/messages` (delivered), `GET /_emulator/fcm/requests` (all), `GET /_emulator/fcm/stats`,
+///   `POST /_emulator/fcm/config` (`{"delayMs": n, "revokeAccessTokens": true}`), `POST /_emulator/fcm/reset`.
+public struct FCMEmulator: Sendable {
+    /// Who the emulator accepts assertions from: the public half of a service-account key.
+    public struct Account: Sendable {
+        public let projectID: String
+        public let clientEmail: String
+        public let privateKeyID: String
+        public let publicKeyPEM: String
+
+        public init(projectID: String, clientEmail: String, privateKeyID: String, publicKeyPEM: String) {
+            self.projectID = projectID
+            self.clientEmail = clientEmail
+            self.privateKeyID = privateKeyID
+            self.publicKeyPEM = publicKeyPEM
+        }
+
+        /// The account of a key file (its private key is used only to derive the public half).
+        public init(serviceAccount: ServiceAccount) throws {
+            let key = try PrivateKey(pem: serviceAccount.privateKeyPEM)
+            self.init(
+                projectID: serviceAccount.projectID, clientEmail: serviceAccount.clientEmail,
+                privateKeyID: serviceAccount.privateKeyID, publicKeyPEM: try key.publicKeyPEM())
+        }
+    }
+
+    static let accessTokenLifetime: TimeInterval = 3599
+    static let payloadLimit = 4096
+
+    public let account: Account
+    public let state: FCMEmulatorState
+
+    public init(account: Account, state: FCMEmulatorState = FCMEmulatorState()) {
+        self.account = account
+        self.state = state
+    }
+
+    /// Adds the emulator's routes to a router (its own server, or the runner's).
+    public func addRoutes(to router: Router<BasicRequestContext>) {
+        router.post("/token") { request, _ in try await self.token(request) }
+        router.post("/v1/projects/{project}/messages:send") { request, context in
+            try await self.send(request, project: context.parameters.get("project") ?? "")
+        }
+        router.get("/_emulator/fcm/messages") { _, _ in await self.listMessages(deliveredOnly: true) }
+        router.get("/_emulator/fcm/requests") { _, _ in await self.listMessages(deliveredOnly: false) }
+        router.get("/_emulator/fcm/stats") { _, _ in await self.stats() }
+        router.post("/_emulator/fcm/config") { request, _ in try await self.configure(request) }
+        router.post("/_emulator/fcm/reset") { _, _ in
+            await self.state.reset()
+            return Self.json(200, .object(["ok": .bool(true)]))
+        }
+    }
+
+    /// Records the address the server listens on: the assertion's `aud` must name its `/token`.
+    public func bound(host: String, port: Int) async {
+        await state.bound(tokenURL: "http://\(host):\(port)/token")
+    }
+
+    // MARK: OAuth
+
+    private func token(_ request: Request) async throws -> Response {
+        var request = request
+        let body = String(buffer: try await request.collectBody(upTo: 64 * 1024))
+        let form = Self.parseForm(body)
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
+            return Self.oauthError("unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")")
+        }
+        guard let assertion = form["assertion"] else { return Self.oauthError("invalid_request", "Missing required parameter: assertion") }
+        if let problem = await verifyAssertion(assertion) { return Self.oauthError("invalid_grant", problem) }
+        let token = await state.issueAccessToken(lifetime: Self.accessTokenLifetime)
+        return Self.json(
+            200,
+            .object([
+                "access_token": .string(token), "expires_in": .number(Self.accessTokenLifetime),
+                "token_type": .string("Bearer"),
+            ]))
+    }
+
+    /// `nil` when the assertion is one Google would accept, else Google's `error_description`.
+    func verifyAssertion(_ assertion: String) async -> String? {
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2]), let header = try? JSONValue.parse(headerBytes),
+            let claims = try? JSONValue.parse(claimBytes)
+        else { return "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe" }
+        guard header["alg"] == .string("RS256"), header["kid"] == .string(account.privateKeyID) else {
+            return "Invalid JWT Signature."
+        }
+        guard let publicKey = try? PublicKey(pem: account.publicKeyPEM),
+            publicKey.verify(signature: signature, message: Array("\(parts[0]).\(parts[1])".utf8), algorithm: .rs256)
+        else { return "Invalid JWT Signature." }
+        guard claims["iss"] == .string(account.clientEmail) else { return "Invalid JWT: iss does not match" }
+        guard claims["scope"]?.stringValue?.split(separator: " ").contains("https://www.googleapis.com/auth/firebase.messaging") == true
+        else { return "Invalid JWT: scope does not include firebase.messaging" }
+        if let tokenURL = await state.tokenURL, claims["aud"] != .string(tokenURL) {
+            return "Invalid JWT: aud does not match \(tokenURL)"
+        }
+        let now = Date().timeIntervalSince1970
+        guard let issuedAt = claims["iat"]?.numberValue, let expiry = claims["exp"]?.numberValue,
+            expiry > issuedAt, expiry - issuedAt <= 3600, issuedAt <= now + 60, expiry > now
+        else { return "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim." }
+        return nil
+    }
+
+    // MARK: messages:send
+
+    private func send(_ request: Request, project: String) async throws -> Response {
+        var request = request
+        let bytes = Array(buffer: try await request.collectBody(upTo: 1024 * 1024))
+        let delay = await state.responseDelayMilliseconds
+        if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+        let authorization = request.headers[.authorization] ?? ""
+        guard authorization.hasPrefix("Bearer "), await state.isValid(accessToken: String(authorization.dropFirst(7))) else {
+            let message = (try? JSONValue.parse(bytes))?["message"]
+            await state.record(
+                .init(
+                    receivedAt: Date(), deviceToken: message?["token"]?.stringValue ?? "", status: 401, attempt: 0,
+                    message: message ?? .null, name: nil))
+            return Self.answer(FCMErrorScenario.unauthenticated())
+        }
+        guard project == account.projectID else {
+            return Self.answer(
+                FCMErrorScenario.fcmError(403, "PERMISSION_DENIED", "Permission denied on project.", code: "SENDER_ID_MISMATCH"))
+        }
+        guard let document = try? JSONValue.parse(bytes), let message = document["message"],
+            let deviceToken = message["token"]?.stringValue, !deviceToken.isEmpty
+        else {
+            return Self.answer(FCMErrorScenario.invalidPayload(field: "message", description: "Exactly one target is required"))
+        }
+        let attempt = await state.nextAttempt(for: deviceToken)
+        let answer = Self.validate(message: message, size: bytes.count)
+            ?? FCMErrorScenario.answer(deviceToken: deviceToken, attempt: attempt)
+        let name = answer == nil ? await state.nextMessageName(project: project) : nil
+        await state.record(
+            .init(
+                receivedAt: Date(), deviceToken: deviceToken, status: answer?.status ?? 200, attempt: attempt,
+                message: message, name: name))
+        if let answer { return Self.answer(answer) }
+        return Self.json(200, .object(["name": .string(name ?? "")]))
+    }
+
+    /// FCM's own checks on a message: string-only, unreserved data; a short collapse id; the 4096-byte limit.
+    static func validate(message: JSONValue, size: Int) -> FCMErrorScenario.Answer? {
+        if let data = message["data"] {
+            guard let members = data.objectValue else {
+                return FCMErrorScenario.invalidPayload(field: "message.data", description: "data must be a map")
+            }
+            for (key, value) in members {
+                guard value.stringValue != nil else {
+                    return FCMErrorScenario.invalidPayload(field: "message.data[\(key)]", description: "Invalid value (TYPE_STRING)")
+                }
+                if key == "from" || key == "message_type" || key.hasPrefix("google.") || key.hasPrefix("gcm.") {
+                    return FCMErrorScenario.invalidPayload(field: "message.data", description: "Invalid data payload key: \(key)")
+                }
+            }
+        }
+        if let collapseID = message["apns"]?["headers"]?["apns-collapse-id"]?.stringValue, collapseID.utf8.count > 64 {
+            return FCMErrorScenario.invalidPayload(field: "message.apns.headers", description: "apns-collapse-id too long")
+        }
+        if size > payloadLimit {
+            return FCMErrorScenario.invalidPayload(field: "message", description: "Message is too big")
+        }
+        return nil
+    }
+
+    // MARK: inspection
+
+    private func listMessages(deliveredOnly: Bool) async -> Response {
+        let received = await state.received.filter { !deliveredOnly || $0.status == 200 }
+        let entries: [JSONValue] = received.map { entry in
+            .object([
+                "receivedAtMs": .number((entry.receivedAt.timeIntervalSince1970 * 1000).rounded()),
+                "token": .string(entry.deviceToken), "status": .number(Double(entry.status)),
+                "attempt": .number(Double(entry.attempt)), "name": entry.name.map(JSONValue.string) ?? .null,
+                "message": entry.message,
+            ])
+        }
+        return Self.json(200, .object([deliveredOnly ? "messages" : "requests": .array(entries)]))
+    }
+
+    private func stats() async -> Response {
+        let received = await state.received
+        return Self.json(
+            200,
+            .object([
+                "mints": .number(Double(await state.mints)), "requests": .number(Double(received.count)),
+                "delivered": .number(Double(received.filter { $0.status == 200 }.count)),
+            ]))
+    }
+
+    private func configure(_ request: Request) async throws -> Response {
+        var request = request
+        let body = try? JSONValue.parse(Array(buffer: try await request.collectBody(upTo: 64 * 1024)))
+        await state.configure(
+            responseDelayMilliseconds: body?["delayMs"]?.integerValue.map(Int.init),
+            revokeAccessTokens: body?["revokeAccessTokens"]?.boolValue == true)
+        return Self.json(200, .object(["ok": .bool(true)]))
+    }
+
+    // MARK: encoding
+
+    static func parseForm(_ body: String) -> [String: String] {
+        var form: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                $0.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String($0)
+            }
+            if parts.count == 2 { form[parts[0]] = parts[1] }
+        }
+        return form
+    }
+
+    static func oauthError(_ error: String, _ description: String) -> Response {
+        json(400, .object(["error": .string(error), "error_description": .string(description)]))
+    }
+
+    static func answer(_ answer: FCMErrorScenario.Answer) -> Response {
+        var response = json(answer.status, answer.body)
+        for (name, value) in answer.headers {
+            if let field = HTTPField.Name(name) { response.headers[field] = value }
+        }
+        return response
+    }
+
+    static func json(_ status: Int, _ value: JSONValue) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(
+            status: .init(code: status), headers: [.contentType: "application/json; charset=UTF-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

@@ -1,0 +1,73 @@
+import CaregiverPush
+import Foundation
+
+/// What the emulator has issued and received. An actor: requests arrive on many connections at once.
+public actor FCMEmulatorState {
+    /// One `messages:send` request as received, whatever it was answered.
+    public struct Received: Sendable {
+        public let receivedAt: Date
+        public let deviceToken: String
+        public let status: Int
+        public let attempt: Int
+        public let message: JSONValue
+        public let name: String?
+    }
+
+    private var issuedTokens: [String: Date] = [:]
+    private var attemptsByToken: [String: Int] = [:]
+    private var messageCounter = 0
+    public private(set) var received: [Received] = []
+    public private(set) var mints = 0
+    /// Delay before answering each `messages:send` (a slow FCM).
+    public private(set) var responseDelayMilliseconds: Int
+    /// Token URL the assertion's `aud` must name, known once the server is bound.
+    public private(set) var tokenURL: String?
+
+    public init(responseDelayMilliseconds: Int = 0) {
+        self.responseDelayMilliseconds = responseDelayMilliseconds
+    }
+
+    func bound(tokenURL: String) {
+        self.tokenURL = tokenURL
+    }
+
+    func issueAccessToken(lifetime: TimeInterval) -> String {
+        mints += 1
+        let token = "ya29.emulated-\(UUID().uuidString.lowercased())"
+        issuedTokens[token] = Date().addingTimeInterval(lifetime)
+        return token
+    }
+
+    func isValid(accessToken: String) -> Bool {
+        guard let expiry = issuedTokens[accessToken] else { return false }
+        return expiry > Date()
+    }
+
+    /// Counts an attempt for a device token: 1 for the first request naming it.
+    func nextAttempt(for deviceToken: String) -> Int {
+        attemptsByToken[deviceToken, default: 0] += 1
+        return attemptsByToken[deviceToken, default: 1]
+    }
+
+    func nextMessageName(project: String) -> String {
+        messageCounter += 1
+        let hex = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        return "projects/\(project)/messages/0:\(Int(Date().timeIntervalSince1970 * 1000))\(messageCounter)%\(hex)"
+    }
+
+    func record(_ entry: Received) {
+        received.append(entry)
+    }
+
+    /// Changes behaviour at run time (`POST /_emulator/fcm/config`).
+    func configure(responseDelayMilliseconds: Int?, revokeAccessTokens: Bool) {
+        if let responseDelayMilliseconds { self.responseDelayMilliseconds = max(0, responseDelayMilliseconds) }
+        if revokeAccessTokens { issuedTokens.removeAll() }
+    }
+
+    func reset() {
+        received.removeAll()
+        attemptsByToken.removeAll()
+        mints = 0
+    }
+}
