@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test build deps db-start db-stop migrate format lint clean
+.PHONY: dev test bench build deps db-start db-stop migrate format lint clean
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -8,6 +8,10 @@ DEV_DB_URL  := postgresql://postgres@127.0.0.1:$(DEV_PG_PORT)/caregiver_push
 ## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
 test:
 	scripts/test.sh
+
+## make bench: release build, throwaway PostgreSQL, benchmarks written to docs/benchmarks.md.
+bench:
+	scripts/bench.sh
 
 ## make dev: install what is missing, start the local PostgreSQL under .data/, migrate, and say how to invoke.
 dev: deps build db-start migrate

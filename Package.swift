@@ -21,6 +21,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: functions.map { .executable(name: $0.product, targets: [$0.target]) } + [
         .executable(name: "runner", targets: ["Runner"]),
+        .executable(name: "bench", targets: ["Benchmarks"]),
         .library(name: "CaregiverPush", targets: ["CaregiverPush"]),
     ],
     dependencies: [
@@ -67,6 +68,16 @@ let package = Package(
             ],
             path: "runner",
             exclude: ["FCMEmulator"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: [
+                "CaregiverPush",
+                "FCMEmulator",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/Benchmarks",
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,0 +1,78 @@
+import CaregiverPush
+import Foundation
+import Logging
+
+/// Fan-out of one dose event to N devices against an FCM that answers after a fixed delay: how close the
+/// dispatcher comes to one round trip, whatever N.
+struct FanOutBenchmark {
+    struct Row {
+        let devices: Int
+        let medianMilliseconds: Double
+        let connections: Int
+    }
+
+    let databaseURL: String
+    let deviceCounts: [Int]
+    let repetitions: Int
+    let delayMilliseconds: Int
+
+    func run() throws -> [Row] {
+        let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds)
+        let configuration = Configuration(environment: [
+            "DATABASE_URL": databaseURL, "SUPABASE_JWT_SECRET": String(repeating: "b", count: 32),
+            "PUSH_ENVIRONMENT": "DEV", "FCM_API_BASE_URL": emulator.baseURL, "PUSH_SEND_DEADLINE_MS": "60000",
+            "FCM_SERVICE_ACCOUNT_JSON": Data(emulator.serviceAccountJSON.utf8).base64EncodedString(),
+        ])
+        var quiet = Logger(label: "bench")
+        quiet.logLevel = .error
+        let database = DatabaseSession(url: databaseURL)
+        defer { database.close() }
+        let push = PushResources(configuration: configuration)
+        let dispatcher = PushDispatcher(configuration: configuration, logger: quiet)
+        var rows: [Row] = []
+        for count in deviceCounts {
+            let patient = try seedHousehold(devices: count, connection: database.connection())
+            var samples: [Double] = []
+            var connections = 0
+            // One untimed round first: it mints the access token, which is shared thereafter.
+            for round in 0...repetitions {
+                let event = DoseTakenEvent(
+                    patientID: patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
+                    withinTime: true, actingCaregiverID: nil)
+                let start = ContinuousClock.now
+                let report = dispatcher.dispatch(event, database: database, push: push)
+                let elapsed = ContinuousClock.now - start
+                guard report.sent == count else {
+                    throw BenchmarkError("fan-out to \(count) sent \(report.sent) (\(report))")
+                }
+                if round > 0 {
+                    samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+                    connections = report.connectionsOpened
+                }
+            }
+            rows.append(Row(devices: count, medianMilliseconds: median(samples), connections: connections))
+        }
+        return rows
+    }
+
+    /// A patient with one linked caregiver owning `devices` enabled DEV devices.
+    private func seedHousehold(devices: Int, connection: PostgresConnection) throws -> UUID {
+        let patient = try connection.query("INSERT INTO patients (display_name) VALUES ('ベンチ') RETURNING id")[0]
+            .decode(UUID.self, at: 0)
+        let caregiver = UUID()
+        try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+        let registry = PushDeviceRegistry(connection: connection)
+        for _ in 0..<devices {
+            _ = try registry.register(
+                .init(token: "bench-\(UUID().uuidString)", platform: .ios, environment: .development, installationID: nil),
+                caregiverID: caregiver)
+        }
+        return patient
+    }
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
