@@ -100,10 +100,6 @@ extension Problem {
             detail: "The request could not be completed. It has been logged.")
     }
 
-    public static func notImplemented(_ detail: String) -> Problem {
-        Problem(type: "/problems/not-implemented", title: "Not Implemented", status: 501, detail: detail)
-    }
-
     /// 503 with `Retry-After`, for an unreachable database.
     public static func serviceUnavailable(retryAfterSeconds: Int = 5) -> Problem {
         Problem(

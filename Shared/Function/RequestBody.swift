@@ -37,7 +37,7 @@ public struct RequestBody: Sendable {
 
 /// Reads fields of a ``RequestBody`` and collects what is wrong with them.
 public struct FieldValidator {
-    private let members: [String: JSONValue]
+    let members: [String: JSONValue]
     public private(set) var errors: [Problem.FieldError] = []
 
     public init(_ body: RequestBody) {

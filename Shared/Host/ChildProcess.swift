@@ -16,6 +16,9 @@ public enum ChildProcess {
         /// before its post-response work shows `standardOutputClosedAt` well before `exitedAt`.
         public let standardOutputClosedAt: ContinuousClock.Instant
         public let exitedAt: ContinuousClock.Instant
+        /// The same two moments on the wall clock, to compare with another process's timestamps.
+        public let standardOutputClosedAtDate: Date
+        public let exitedAtDate: Date
     }
 
     /// - Parameters:
@@ -67,8 +70,9 @@ public enum ChildProcess {
         }
         process.waitUntilExit()
         let exitedAt = ContinuousClock.now
+        let exitedAtDate = Date()
         group.wait()
-        return collected.result(exitStatus: process.terminationStatus, exitedAt: exitedAt)
+        return collected.result(exitStatus: process.terminationStatus, exitedAt: exitedAt, exitedAtDate: exitedAtDate)
     }
 
     /// What the reader threads gather, behind a lock.
@@ -77,14 +81,17 @@ public enum ChildProcess {
             var standardOutput = Data()
             var standardError = Data()
             var standardOutputClosedAt: ContinuousClock.Instant?
+            var standardOutputClosedAtDate: Date?
         }
         private let state = Mutex(State())
 
         func finishStandardOutput(_ data: Data) {
             let now = ContinuousClock.now
+            let date = Date()
             state.withLock {
                 $0.standardOutput = data
                 $0.standardOutputClosedAt = now
+                $0.standardOutputClosedAtDate = date
             }
         }
 
@@ -92,11 +99,12 @@ public enum ChildProcess {
             state.withLock { $0.standardError.append(data) }
         }
 
-        func result(exitStatus: Int32, exitedAt: ContinuousClock.Instant) -> Result {
+        func result(exitStatus: Int32, exitedAt: ContinuousClock.Instant, exitedAtDate: Date) -> Result {
             state.withLock {
                 Result(
                     exitStatus: exitStatus, standardOutput: $0.standardOutput, standardError: $0.standardError,
-                    standardOutputClosedAt: $0.standardOutputClosedAt ?? exitedAt, exitedAt: exitedAt)
+                    standardOutputClosedAt: $0.standardOutputClosedAt ?? exitedAt, exitedAt: exitedAt,
+                    standardOutputClosedAtDate: $0.standardOutputClosedAtDate ?? exitedAtDate, exitedAtDate: exitedAtDate)
             }
         }
     }

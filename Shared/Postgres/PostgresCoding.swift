@@ -9,6 +9,15 @@ public protocol PostgresEncodable: Sendable {
 public protocol PostgresDecodable {
     /// - Throws: ``PostgresError`` with code `.decoding` when the text is not a value of this type.
     init(postgresText: String) throws(PostgresError)
+
+    /// The value of a NULL column: an error, except for optionals.
+    static func postgresNull() throws(PostgresError) -> Self
+}
+
+extension PostgresDecodable {
+    public static func postgresNull() throws(PostgresError) -> Self {
+        throw PostgresError(.decoding, serverMessage: "NULL where \(Self.self) was expected")
+    }
 }
 
 extension String: PostgresEncodable, PostgresDecodable {

@@ -23,9 +23,10 @@ public struct PostgresRow: Sendable {
 
     /// Decodes the column at `index`.
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at index: Int) throws(PostgresError) -> T {
-        guard values.indices.contains(index), let text = values[index] else {
-            throw PostgresError(.decoding, serverMessage: "column \(index) is NULL or missing for \(T.self)")
+        guard values.indices.contains(index) else {
+            throw PostgresError(.decoding, serverMessage: "column \(index) is missing for \(T.self)")
         }
+        guard let text = values[index] else { return try T.postgresNull() }
         return try T(postgresText: text)
     }
 
@@ -69,4 +70,6 @@ extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
     public init(postgresText: String) throws(PostgresError) {
         self = .some(try Wrapped(postgresText: postgresText))
     }
+
+    public static func postgresNull() -> Self { nil }
 }

@@ -168,16 +168,6 @@ struct EnvelopeTests {
         #expect(result.log.contains("database unavailable"))
     }
 
-    @Test("the recording endpoints authenticate, then answer 501 until they are built")
-    func recordingEndpointsNotYetImplemented() throws {
-        for endpoint in [DoseRecord() as any Endpoint, SlotBulkRecord(), PrnRecord()] {
-            expectProblem(invoke(endpoint, event: makeEvent(bearer: nil, body: "{}")), status: 401, type: "/problems/unauthorized")
-            expectProblem(
-                invoke(endpoint, event: makeEvent(bearer: try caregiverToken(UUID()), body: "{}")), status: 501,
-                type: "/problems/not-implemented")
-        }
-    }
-
     @Test("no response or log line carries the device token, the JWT or the session token")
     func nothingSecretLeaks() throws {
         let caregiver = UUID()

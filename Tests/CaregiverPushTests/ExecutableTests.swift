@@ -176,15 +176,15 @@ struct ExecutableTests {
         #expect(run.response?.headers["retry-after"] != nil)
     }
 
-    @Test("the recording functions exist, authenticate, and answer 501 until their issue", arguments: [
+    @Test("the recording functions refuse an anonymous caller with 401", arguments: [
         "dose-record", "slot-bulk-record", "prn-record",
     ])
-    func recordingFunctions(function: String) throws {
-        let run = try Self.run(
-            function,
-            input: try Self.fixture("\(function)/caregiver.json", ["CAREGIVER_TOKEN": try caregiverToken(UUID())]))
+    func recordingFunctionsNeedAuth(function: String) throws {
+        let name = function == "dose-record" ? "dose-record/no-auth.json" : "\(function)/patient.json"
+        let run = try Self.run(function, input: try Self.fixture(name, ["PATIENT_TOKEN": "pst_not-a-session"]))
         #expect(run.result.exitStatus == 0)
-        #expect(run.response?.statusCode == 501)
+        #expect(run.response?.statusCode == 401)
+        #expect(run.response?.headers["www-authenticate"] == "Bearer")
     }
 }
 

@@ -260,7 +260,7 @@ struct PushDispatchTests {
         let household = try Self.household(caregivers: [[token]])
         #expect(Self.dispatch(Self.event(household), fake: fake).sent == 1)
         let times = try fake.requests().compactMap { $0["receivedAtMs"]?.numberValue }
-        #expect(times.count == 2)
+        try #require(times.count == 2)
         #expect(times[1] - times[0] >= 950)
     }
 

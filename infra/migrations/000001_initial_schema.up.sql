@@ -50,7 +50,7 @@ CREATE INDEX medications_active_by_patient ON medications (patient_id) WHERE arc
 
 CREATE TABLE medication_schedule_times (
     medication_id uuid NOT NULL REFERENCES medications (id) ON DELETE CASCADE,
-    time_of_day   time NOT NULL,
+    time_of_day   time NOT NULL CHECK (extract(second FROM time_of_day) = 0),  -- minute precision
     PRIMARY KEY (medication_id, time_of_day)
 );
 

@@ -109,3 +109,35 @@ enum Seed {
 func makeDeviceToken() -> String {
     "fcm-" + UUID().uuidString.lowercased() + ":APA91b" + String(repeating: "x", count: 40)
 }
+
+extension Seed {
+    /// A medication with schedule times (`HH:mm`, Tokyo wall clock). Its name is health data: tests check it
+    /// never leaves the database.
+    @discardableResult
+    static func medication(
+        _ connection: PostgresConnection, patient: UUID, name: String = "テスト薬", isPRN: Bool = false,
+        times: [String] = [], start: String = "2020-01-01", end: String? = nil, archived: Bool = false
+    ) throws -> UUID {
+        let id = try connection.query(
+            """
+            INSERT INTO medications (patient_id, name, is_prn, start_date, end_date, archived_at)
+            VALUES (\(patient), \(name), \(isPRN), \(start)::date, \(end)::date, \(archived ? Date() : nil))
+            RETURNING id
+            """
+        )[0].decode(UUID.self, at: 0)
+        for time in times {
+            try connection.query("INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)")
+        }
+        return id
+    }
+}
+
+/// Tokyo dates relative to today, for requests that must not be in the future.
+enum TokyoDay {
+    static func offset(_ days: Int) -> String {
+        TokyoClock.dateString(of: Date().addingTimeInterval(TimeInterval(days) * 86_400))
+    }
+
+    /// `YYYY-MM-DDTHH:mm:00+09:00`.
+    static func instant(_ date: String, _ time: String) -> String { "\(date)T\(time):00+09:00" }
+}

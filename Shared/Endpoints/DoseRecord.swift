@@ -1,0 +1,94 @@
+import Foundation
+
+/// `POST /api/dose-records` — one scheduled dose recorded as TAKEN (SPEC §6).
+///
+/// Body `{patientId?, medicationId, scheduledAt, takenAt?}` → 200 `{record, updatedCount}`. Recording the same
+/// (patient, medication, scheduledAt) again returns the existing record with `updatedCount: 0` and sends no push.
+public struct DoseRecord: Endpoint {
+    public let functionName = "dose-record"
+    public let method = "POST"
+
+    public init() {}
+
+    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+        let principal = try Authenticator(configuration: context.configuration).authenticate(request, context: context)
+        var fields = FieldValidator(try RequestBody(request))
+        let requestedPatient = fields.patientID(for: principal)
+        let medicationID = fields.uuid("medicationId", required: true)
+        let scheduledAt = fields.instant("scheduledAt", required: true)
+        let takenAt = fields.takenAt(now: context.now)
+        try fields.finish()
+        guard let medicationID, let scheduledAt else { throw Problem.validation(fields.errors) }
+
+        let connection = try context.database.connection()
+        let access = try PatientAccess.resolve(principal, requestedPatientID: requestedPatient, connection: connection)
+        let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
+        try Self.checkSchedule(medication, scheduledAt: scheduledAt.date, now: context.now, connection: connection)
+
+        let inserted = try connection.query(
+            """
+            INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
+            VALUES (\(access.patientID), \(medicationID), \(scheduledAt.date), \(takenAt.date), \(access.role.rawValue),
+                    \(access.recorderID))
+            ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
+            RETURNING id, taken_at
+            """
+        ).single
+        let row =
+            try inserted
+            ?? connection.query(
+                """
+                SELECT id, taken_at FROM dose_records
+                WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
+                  AND scheduled_at = \(scheduledAt.date)
+                """
+            ).single
+        guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
+        let (recordID, recordedTakenAt) = try row.decode((UUID, Date).self)
+        let record = DoseRecordBody(
+            id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt.date,
+            takenAt: recordedTakenAt, recordingGroupID: nil)
+        let updatedCount = inserted == nil ? 0 : 1
+        context.logger.info(
+            "dose recorded",
+            metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
+        let event = DoseTakenEvent(
+            patientID: access.patientID, date: record.date, slot: record.slot, recordingGroupID: nil,
+            takenAt: recordedTakenAt, withinTime: record.withinTime, actingCaregiverID: access.actingCaregiverID)
+        return EndpointResponse(
+            body: RecordResponse(record: record, updatedCount: updatedCount),
+            afterResponse: updatedCount > 0 ? PushDispatcher.afterResponse(event) : nil)
+    }
+
+    /// Not PRN, active on the dose's Tokyo date, `scheduledAt` one of its schedule times, the date not after today.
+    static func checkSchedule(
+        _ medication: Medication, scheduledAt: Date, now: Date, connection: PostgresConnection
+    ) throws {
+        guard !medication.isPRN else {
+            throw Problem.validation([.init(field: "medicationId", message: "medicationId must be a scheduled (not as-needed) medication")])
+        }
+        let date = LocalDate(tokyoDateOf: scheduledAt)
+        guard !DoseRules.isFutureDate(date, now: now) else {
+            throw Problem.validation([.init(field: "scheduledAt", message: "scheduledAt may not be on a date after today (Asia/Tokyo)")])
+        }
+        guard medication.isActive(on: date) else {
+            throw Problem.validation([.init(field: "scheduledAt", message: "the medication is not active on the date of scheduledAt")])
+        }
+        let minute = TokyoClock.minuteOfDay(scheduledAt)
+        guard scheduledAt == DoseRules.scheduledInstant(date: date, minuteOfDay: minute),
+            try medication.isScheduled(atMinute: minute, connection: connection)
+        else {
+            throw Problem.validation([.init(field: "scheduledAt", message: "scheduledAt is not a scheduled time of this medication")])
+        }
+    }
+}
+
+extension PushDispatcher {
+    /// The post-response work of a recording endpoint: dispatch `event` with the invocation's own resources.
+    static func afterResponse(_ event: DoseTakenEvent) -> (InvocationContext) -> Void {
+        { context in
+            PushDispatcher(configuration: context.configuration, logger: context.logger)
+                .dispatch(event, database: context.database, push: context.push)
+        }
+    }
+}
