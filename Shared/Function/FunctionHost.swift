@@ -7,8 +7,9 @@ import Logging
 
 /// Runs an endpoint as a process, the way a serverless host invokes it (SPEC §2).
 ///
-/// One-shot: read one event from stdin to EOF, write the response, flush and close stdout, then run the
+/// One-shot (default): read one event from stdin to EOF, write the response, flush and close stdout, then run the
 /// post-response work, then exit 0. A host reading stdout to EOF thus has the response before any push is sent.
+/// With `AWS_LAMBDA_RUNTIME_API` set: loop on the Lambda Runtime API instead (``RuntimeAPILoop``).
 public enum FunctionHost {
     /// The largest event accepted on stdin. A 16 KiB body base64-encoded plus headers fits many times over.
     static let eventLimit = 1024 * 1024
@@ -25,6 +26,10 @@ public enum FunctionHost {
         let handler = FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
         let database = DatabaseSession(url: configuration.databaseURL)
         let push = PushResources(configuration: configuration)
+        if let api = environment["AWS_LAMBDA_RUNTIME_API"], !api.isEmpty {
+            logger.info("runtime API loop starting")
+            exit(RuntimeAPILoop(handler: handler, database: database, push: push, api: api).run())
+        }
         exit(runOnce(handler, database: database, push: push))
     }
 
