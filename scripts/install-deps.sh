@@ -9,6 +9,7 @@ pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v curl >/dev/null 2>&1 || missing+=(curl)  # the runner tests' shell-script workers use it
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

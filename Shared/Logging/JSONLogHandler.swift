@@ -81,6 +81,7 @@ enum JSONText {
         case .string(let string): quote(string)
         case .stringConvertible(let convertible):
             if let number = convertible as? any BinaryInteger { String(describing: number) }
+            else if let number = convertible as? Double, number.isFinite { String(describing: number) }
             else if let flag = convertible as? Bool { flag ? "true" : "false" }
             else { quote(convertible.description) }
         case .array(let values): "[" + values.map(encode).joined(separator: ",") + "]"

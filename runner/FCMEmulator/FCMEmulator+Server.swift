@@ -11,7 +11,7 @@ extension FCMEmulator {
     public func run(host: String = "127.0.0.1", port: Int, logger: Logger, onBound: @escaping @Sendable (Int) -> Void)
         async throws
     {
-        let router = Router()
+        let router = Router(context: BasicRequestContext.self)
         addRoutes(to: router)
         let app = Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "fcm-emulator"),

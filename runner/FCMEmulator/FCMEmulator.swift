@@ -50,7 +50,7 @@ public struct FCMEmulator: Sendable {
     }
 
     /// Adds the emulator's routes to a router (its own server, or the runner's).
-    public func addRoutes(to router: Router<BasicRequestContext>) {
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.post("/token") { request, _ in try await self.token(request) }
         router.post("/v1/projects/{project}/messages:send") { request, context in
             try await self.send(request, project: context.parameters.get("project") ?? "")

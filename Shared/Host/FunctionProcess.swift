@@ -1,0 +1,153 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A running function process, as the runner sees it: its stdout (complete at EOF, which may come well before the
+/// process ends), its exit, its stderr line by line, and a way to kill it. No shell is involved.
+public final class FunctionProcess: Sendable {
+    /// Holds the `Process` until it has exited. `@unchecked Sendable`: after `run()` the object is only read for
+    /// its termination status inside its own termination handler, which Foundation calls once.
+    private final class ProcessBox: @unchecked Sendable {
+        let process: Process
+        init(_ process: Process) { self.process = process }
+    }
+
+    private struct State {
+        var standardOutput: Data?
+        var exitStatus: Int32?
+        var outputWaiters: [CheckedContinuation<Data, Never>] = []
+        var exitWaiters: [CheckedContinuation<Int32, Never>] = []
+        var box: ProcessBox?
+    }
+
+    public let pid: Int32
+    private let state: Mutex<State>
+
+    private init(pid: Int32, box: ProcessBox) {
+        self.pid = pid
+        self.state = Mutex(State(box: box))
+    }
+
+    /// Starts `executable`.
+    /// - Parameters:
+    ///   - environment: its whole environment.
+    ///   - input: written to stdin, which is then closed; `nil` gives it an empty stdin (a Runtime-API worker).
+    ///   - standardErrorLine: receives each stderr line as it is written (without its newline).
+    /// - Throws: when the executable cannot be started.
+    public static func launch(
+        executable: URL, arguments: [String] = [], environment: [String: String], input: Data?,
+        standardErrorLine: @escaping @Sendable (String) -> Void
+    ) throws -> FunctionProcess {
+        signal(SIGPIPE, SIG_IGN)
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let stdinPipe = Pipe()
+        let stdoutPipe = Pipe()
+        let stderrPipe = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : stdinPipe
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        // The process may end before the handle exists: whichever comes second delivers the exit status.
+        let link = Mutex<(handle: FunctionProcess?, status: Int32?)>((nil, nil))
+        process.terminationHandler = { finished in
+            let status = finished.terminationStatus
+            let handle = link.withLock { link -> FunctionProcess? in
+                if link.handle == nil { link.status = status }
+                return link.handle
+            }
+            handle?.finish(exitStatus: status)
+        }
+        try process.run()
+        let handle = FunctionProcess(pid: process.processIdentifier, box: ProcessBox(process))
+        let early = link.withLock { link -> Int32? in
+            link.handle = handle
+            return link.status
+        }
+        if let early { handle.finish(exitStatus: early) }
+
+        let stdoutReader = stdoutPipe.fileHandleForReading
+        DispatchQueue.global().async {
+            handle.finish(standardOutput: stdoutReader.readDataToEndOfFile())
+        }
+        let stderrReader = stderrPipe.fileHandleForReading
+        DispatchQueue.global().async {
+            var buffer = Data()
+            while true {
+                let chunk = stderrReader.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    standardErrorLine(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                }
+            }
+            if !buffer.isEmpty { standardErrorLine(String(decoding: buffer, as: UTF8.self)) }
+        }
+        if let input {
+            let writer = stdinPipe.fileHandleForWriting
+            DispatchQueue.global().async {
+                try? writer.write(contentsOf: input)
+                try? writer.close()
+            }
+        }
+        return handle
+    }
+
+    private func finish(standardOutput data: Data) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Data, Never>] in
+            state.standardOutput = data
+            defer { state.outputWaiters = [] }
+            return state.outputWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: data) }
+    }
+
+    private func finish(exitStatus: Int32) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Int32, Never>] in
+            state.exitStatus = exitStatus
+            state.box = nil
+            defer { state.exitWaiters = [] }
+            return state.exitWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: exitStatus) }
+    }
+
+    /// Everything the process wrote to stdout, once it closed it.
+    public func standardOutput() async -> Data {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Data? in
+                if let data = state.standardOutput { return data }
+                state.outputWaiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// The exit status, once the process has ended.
+    public func exitStatus() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Int32? in
+                if let status = state.exitStatus { return status }
+                state.exitWaiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Whether the process has ended.
+    public var hasExited: Bool { state.withLock { $0.exitStatus != nil } }
+
+    /// Sends `signal` (SIGKILL by default) unless the process has already ended.
+    public func kill(_ signal: Int32 = SIGKILL) {
+        guard !hasExited else { return }
+        _ = Glibc.kill(pid, signal)
+    }
+}

@@ -1,0 +1,195 @@
+import CaregiverPush
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A running `runner serve` process on a free loopback port, driven over real HTTP.
+final class RunnerServer {
+    let port: Int
+    private let process: Process
+    private let stderrBuffer = LockedData()
+
+    /// - Parameters:
+    ///   - arguments: extra `runner serve` arguments (`--mode warm`, `--functions …`, `--bin-dir …`).
+    ///   - environment: the runner's environment (its functions inherit it).
+    init(arguments: [String], environment: [String: String]) throws {
+        let process = Process()
+        process.executableURL = ExecutableTests.binDirectory.appendingPathComponent("runner")
+        let functions = TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json").path
+        var all = ["serve", "--port", "0"]
+        if !arguments.contains("--functions") { all += ["--functions", functions] }
+        process.arguments = all + arguments
+        process.environment = environment
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        let buffer = stderrBuffer
+        try process.run()
+        self.process = process
+        let reader = stderr.fileHandleForReading
+        DispatchQueue.global().async {
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+            }
+        }
+        var announced = Data()
+        while !announced.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            announced.append(chunk)
+        }
+        guard let line = try? JSONValue.parse(Array(announced)), let port = line["port"]?.integerValue else {
+            process.terminate()
+            throw ServerError.didNotStart(String(decoding: buffer.value, as: UTF8.self))
+        }
+        self.port = Int(port)
+    }
+
+    deinit {
+        guard process.isRunning else { return }
+        // SIGTERM lets the runner stop its workers; SIGKILL only if it does not leave in time.
+        kill(process.processIdentifier, SIGTERM)
+        for _ in 0..<100 where process.isRunning { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    enum ServerError: Error { case didNotStart(String), noAnswer(String) }
+
+    var stderr: String { String(decoding: stderrBuffer.value, as: UTF8.self) }
+    var pid: Int32 { process.processIdentifier }
+
+    var client: RunnerClient { RunnerClient(port: port) }
+
+    func request(
+        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil, timeoutMilliseconds: Int = 30_000
+    ) throws -> RunnerClient.Answer {
+        try client.request(method, path, headers: headers, body: body, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    func post(_ path: String, bearer: String?, body: [String: JSONValue], headers: [String: String] = [:]) throws -> RunnerClient.Answer {
+        try client.post(path, bearer: bearer, body: body, headers: headers)
+    }
+
+    /// Sends a signal and waits for the process to end; returns its exit status.
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// Functions written as shell scripts, for the host behaviours no real function shows on demand: sleeping past
+/// the timeout, crashing, printing garbage. Each branches on `AWS_LAMBDA_RUNTIME_API` to act as a warm worker.
+struct ScriptFunctions {
+    let directory: URL
+    let table: URL
+
+    static func make(timeoutSeconds: Int = 2, concurrency: Int = 2) throws -> ScriptFunctions {
+        // Shell-script workers poll with curl; install-deps.sh installs it.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("script-functions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // A worker whose runner has gone must leave, not spin: `|| exit 0`.
+        let next = #"curl -sf -o /dev/null -D "$TMPDIR_SCRIPT/headers" "http://$AWS_LAMBDA_RUNTIME_API/2018-06-01/runtime/invocation/next" || exit 0"#
+        let respond = """
+            id=$(grep -i '^lambda-runtime-aws-request-id:' "$TMPDIR_SCRIPT/headers" | cut -d' ' -f2 | tr -d '\\r')
+            curl -s -o /dev/null -X POST --data-binary "$1" "http://$AWS_LAMBDA_RUNTIME_API/2018-06-01/runtime/invocation/$id/response"
+            """
+        let scripts: [String: String] = [
+            "sleepy": """
+                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then \(next); fi
+                echo $$ > "$SCRIPT_PID_DIR/sleepy.pid"
+                exec sleep 60
+                """,
+            "crashy": """
+                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then \(next); fi
+                kill -SEGV $$
+                """,
+            "garbage": """
+                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
+                  while true; do \(next); reply 'this is not json'; done
+                fi
+                cat > /dev/null; echo 'this is not json'
+                """,
+            "bare": """
+                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
+                  while true; do \(next); reply '{"hello":"world"}'; done
+                fi
+                cat > /dev/null; echo '{"hello":"world"}'
+                """,
+            "slow": """
+                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
+                  while true; do \(next); sleep 1; reply '{"statusCode":200,"body":"slow"}'; done
+                fi
+                cat > /dev/null; sleep 1; echo '{"statusCode":200,"body":"slow"}'
+                """,
+        ]
+        var functions: [JSONValue] = []
+        for (name, body) in scripts {
+            let file = directory.appendingPathComponent(name)
+            let text = "#!/bin/sh\nTMPDIR_SCRIPT=$(mktemp -d)\nreply() {\n\(respond)\n}\n\(body)\n"
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
+            functions.append(
+                .object([
+                    "name": .string(name), "method": .string("POST"), "path": .string("/test/\(name)"),
+                    "timeoutSeconds": .number(Double(timeoutSeconds)), "memoryMB": .number(128),
+                    "concurrency": .number(Double(name == "slow" ? 1 : concurrency)),
+                ]))
+        }
+        let table = directory.appendingPathComponent("functions.json")
+        try json(["functions": .array(functions)]).write(to: table, atomically: true, encoding: .utf8)
+        return ScriptFunctions(directory: directory, table: table)
+    }
+
+    var arguments: [String] { ["--functions", table.path, "--bin-dir", directory.path] }
+}
+
+/// Bytes appended from one thread and read from another.
+final class LockedData: Sendable {
+    private let storage = Mutex(Data())
+    func append(_ data: Data) { storage.withLock { $0.append(data) } }
+    var value: Data { storage.withLock { $0 } }
+}
+
+/// HTTP to a runner, usable from many threads at once.
+struct RunnerClient: Sendable {
+    let port: Int
+
+    struct Answer {
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+        var json: JSONValue? { try? JSONValue.parse(body) }
+    }
+
+    /// One HTTP request to the runner.
+    func request(
+        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil, timeoutMilliseconds: Int = 30_000
+    ) throws -> Answer {
+        let request = HTTPRequest(
+            method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers.map { ($0.key, $0.value) },
+            body: Array((body ?? "").utf8))
+        switch HTTPClient.perform(request, timeoutMilliseconds: timeoutMilliseconds) {
+        case .success(let response): return Answer(status: response.status, headers: response.headers, body: response.body)
+        case .failure(let error): throw RunnerServer.ServerError.noAnswer(error.description)
+        }
+    }
+
+    /// A JSON POST with a bearer token.
+    func post(_ path: String, bearer: String?, body: [String: JSONValue], headers: [String: String] = [:]) throws -> Answer {
+        var all = headers
+        all["content-type"] = "application/json"
+        if let bearer { all["authorization"] = "Bearer \(bearer)" }
+        return try request("POST", path, headers: all, body: json(body))
+    }
+
+}

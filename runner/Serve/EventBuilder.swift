@@ -1,0 +1,84 @@
+import CaregiverPush
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Builds the API Gateway HTTP API 2.0 event for a request, as API Gateway does: lower-case header names with
+/// repeated headers comma-joined, cookies apart, the raw query string and its parsed parameters, a request context
+/// with id, route, method, path, source IP, user agent and times; a body that is not UTF-8 text is base64.
+enum EventBuilder {
+    static func event(
+        method: String, path: String, query: String, headers: HTTPFields, body: [UInt8], sourceIP: String,
+        routeKey: String, requestID: String, now: Date
+    ) -> [UInt8] {
+        var joined: [String: String] = [:]
+        var cookies: [String] = []
+        for field in headers {
+            let name = field.name.canonicalName.lowercased()
+            if name == "cookie" {
+                cookies += field.value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                continue
+            }
+            joined[name] = joined[name].map { "\($0),\(field.value)" } ?? field.value
+        }
+        var members: [String: JSONValue] = [
+            "version": .string("2.0"), "routeKey": .string(routeKey), "rawPath": .string(path),
+            "rawQueryString": .string(query), "headers": .object(joined.mapValues(JSONValue.string)),
+            "isBase64Encoded": .bool(false),
+        ]
+        if !cookies.isEmpty { members["cookies"] = .array(cookies.map(JSONValue.string)) }
+        let parameters = queryParameters(query)
+        if !parameters.isEmpty { members["queryStringParameters"] = .object(parameters.mapValues(JSONValue.string)) }
+        if !body.isEmpty {
+            if isText(contentType: joined["content-type"]), let text = String(validating: body, as: UTF8.self) {
+                members["body"] = .string(text)
+            } else {
+                members["body"] = .string(Data(body).base64EncodedString())
+                members["isBase64Encoded"] = .bool(true)
+            }
+        }
+        let epochMilliseconds = (now.timeIntervalSince1970 * 1000).rounded(.down)
+        members["requestContext"] = .object([
+            "accountId": .string("anonymous"), "apiId": .string("local"), "domainName": .string(joined["host"] ?? "localhost"),
+            "domainPrefix": .string("local"), "requestId": .string(requestID), "routeKey": .string(routeKey),
+            "stage": .string("$default"), "time": .string(accessLogTime(now)), "timeEpoch": .number(epochMilliseconds),
+            "http": .object([
+                "method": .string(method), "path": .string(path), "protocol": .string("HTTP/1.1"),
+                "sourceIp": .string(sourceIP), "userAgent": .string(joined["user-agent"] ?? ""),
+            ]),
+        ])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(JSONValue.object(members))).map(Array.init) ?? []
+    }
+
+    /// Parsed query parameters, repeated names comma-joined (API Gateway 2.0).
+    static func queryParameters(_ query: String) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for pair in query.split(separator: "&") where !pair.isEmpty {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+            let value = parts.count > 1 ? (String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(parts[1])) : ""
+            parameters[name] = parameters[name].map { "\($0),\(value)" } ?? value
+        }
+        return parameters
+    }
+
+    /// JSON, text and forms travel as text; anything else as base64.
+    static func isText(contentType: String?) -> Bool {
+        guard let type = contentType?.lowercased() else { return true }
+        return type.hasPrefix("text/") || type.contains("json") || type.contains("xml")
+            || type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("application/javascript")
+    }
+
+    /// `22/Nov/2026:02:00:00 +0000`, API Gateway's `requestContext.time`.
+    static func accessLogTime(_ date: Date) -> String {
+        let text = Timestamp.rfc3339UTC(Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)))
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let year = text.prefix(4)
+        let month = months[(Int(text.dropFirst(5).prefix(2)) ?? 1) - 1]
+        let day = text.dropFirst(8).prefix(2)
+        let time = text.dropFirst(11).prefix(8)
+        return "\(day)/\(month)/\(year):\(time) +0000"
+    }
+}

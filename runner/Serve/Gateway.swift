@@ -1,0 +1,166 @@
+import CaregiverPush
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Synchronization
+
+/// The HTTP side of `runner serve`: maps each route of the function table to an invocation, the way API Gateway
+/// in front of Lambda does — 404 for an unknown route, 405 with `Allow`, 413 past the body limit, 503 at the
+/// concurrency cap, 504 at the timeout, 502 for a crash or unreadable output; `x-request-id` in and out; one
+/// access-log line per request.
+final class Gateway: Sendable {
+    enum Mode: String, Sendable {
+        case cold, warm
+    }
+
+    let table: FunctionTable
+    let mode: Mode
+    let maxBodyBytes: Int
+    let queueTimeout: Duration
+    let logger: Logger
+    private let cold: ColdInvoker
+    private let gates: [String: ConcurrencyGate]
+    private let pools: [String: WarmPool]
+    private let activeRequests = Atomic<Int>(0)
+    private let draining = Atomic<Bool>(false)
+
+    init(
+        table: FunctionTable, mode: Mode, cold: ColdInvoker, pools: [String: WarmPool], maxBodyBytes: Int,
+        queueTimeout: Duration, logger: Logger
+    ) {
+        self.table = table
+        self.mode = mode
+        self.cold = cold
+        self.pools = pools
+        self.maxBodyBytes = maxBodyBytes
+        self.queueTimeout = queueTimeout
+        self.logger = logger
+        var gates: [String: ConcurrencyGate] = [:]
+        for function in table.functions {
+            gates[function.name] = ConcurrencyGate(limit: function.concurrency, queueLimit: function.concurrency * 4)
+        }
+        self.gates = gates
+    }
+
+    /// The function routed at `path`, and the methods routed there.
+    func route(path: String, method: String) -> (function: FunctionTable.Function?, allowed: [String]) {
+        let atPath = table.functions.filter { $0.path == path }
+        return (atPath.first { $0.method == method }, atPath.map(\.method))
+    }
+
+    /// Serves one request for a function route (the middleware has matched the path).
+    func handle(_ request: Request, context: GatewayContext) async -> Response {
+        let started = ContinuousClock.now
+        let requestID = Self.requestID(request.headers[HTTPField.Name("x-request-id")!])
+        let method = request.method.rawValue
+        let path = request.uri.path
+        activeRequests.add(1, ordering: .relaxed)
+        defer { activeRequests.subtract(1, ordering: .relaxed) }
+        let (response, function) = await respond(request, context: context, requestID: requestID)
+        let milliseconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e15
+            + Double((ContinuousClock.now - started).components.seconds) * 1000
+        logger.info(
+            "request",
+            metadata: [
+                "requestId": .string(requestID), "http.method": .string(method), "http.path": .string(path),
+                "http.status": .stringConvertible(Int(response.status.code)), "function": .string(function ?? "-"),
+                "duration_ms": .stringConvertible((milliseconds * 10).rounded() / 10), "mode": .string(mode.rawValue),
+            ])
+        return response
+    }
+
+    private func respond(
+        _ request: Request, context: GatewayContext, requestID: String
+    ) async -> (Response, String?) {
+        let path = request.uri.path
+        let (function, allowed) = route(path: path, method: request.method.rawValue)
+        guard !allowed.isEmpty else {
+            return (GatewayResponse.problem(.gatewayNotFound(path), requestID: requestID), nil)
+        }
+        guard let function else {
+            return (GatewayResponse.problem(.methodNotAllowed(allow: allowed.joined(separator: ", ")), requestID: requestID), nil)
+        }
+        guard !draining.load(ordering: .relaxed) else {
+            return (GatewayResponse.problem(.serviceUnavailable(retryAfterSeconds: 1), requestID: requestID), function.name)
+        }
+        var request = request
+        let body: [UInt8]
+        do {
+            body = Array(buffer: try await request.collectBody(upTo: maxBodyBytes))
+        } catch {
+            return (GatewayResponse.problem(.payloadTooLarge(limit: maxBodyBytes), requestID: requestID), function.name)
+        }
+        guard let gate = gates[function.name], await gate.acquire(timeout: queueTimeout) else {
+            return (GatewayResponse.problem(.functionBusy(), requestID: requestID), function.name)
+        }
+        let event = EventBuilder.event(
+            method: request.method.rawValue, path: path, query: request.uri.query ?? "", headers: request.headers,
+            body: body, sourceIP: context.remoteAddress?.ipAddress ?? "127.0.0.1",
+            routeKey: "\(function.method) \(function.path)", requestID: requestID, now: Date())
+        let release: @Sendable () async -> Void = { await gate.release() }
+        let result: InvocationResult
+        switch mode {
+        case .cold:
+            result = await cold.invoke(function, event: event, requestID: requestID, finished: release)
+        case .warm:
+            guard let pool = pools[function.name] else {
+                await release()
+                return (GatewayResponse.problem(.badGateway("No warm pool for \(function.name)."), requestID: requestID), function.name)
+            }
+            result = await pool.invoke(event: event, clientRequestID: requestID, finished: release)
+        }
+        switch result {
+        case .output(let output, let pid):
+            guard var response = GatewayResponse.fromFunctionOutput(output, requestID: requestID) else {
+                return (GatewayResponse.problem(.badGateway("The function's output is not a response."), requestID: requestID), function.name)
+            }
+            // Which process answered: tells a developer (and the tests) whether warm workers are reused.
+            response.headers[HTTPField.Name("x-runner-pid")!] = String(pid)
+            return (response, function.name)
+        case .timedOut:
+            return (GatewayResponse.problem(.gatewayTimeout(seconds: function.timeoutSeconds), requestID: requestID), function.name)
+        case .failed(let reason):
+            logger.warning("invocation failed", metadata: ["requestId": .string(requestID), "function": .string(function.name), "reason": .string(reason)])
+            return (GatewayResponse.problem(.badGateway("The function failed without a response."), requestID: requestID), function.name)
+        }
+    }
+
+    /// The caller's `x-request-id` when it is a short printable token, else a new UUID.
+    static func requestID(_ given: String?) -> String {
+        if let given, !given.isEmpty, given.utf8.count <= 128,
+            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        {
+            return given
+        }
+        return UUID().uuidString.lowercased()
+    }
+
+    /// Stops accepting invocations (new requests get 503 until the listener closes).
+    func beginDrain() { draining.store(true, ordering: .relaxed) }
+
+    /// Whether a request is being answered or any function work (a post-response push included) is running.
+    func isBusy(tracker: ProcessTracker) async -> Bool {
+        if activeRequests.load(ordering: .relaxed) > 0 || tracker.count > 0 { return true }
+        for pool in pools.values where await pool.isBusy { return true }
+        return false
+    }
+}
+
+/// Routes function paths to the gateway and everything else to the router (the FCM emulator, the Runtime API).
+struct GatewayMiddleware: RouterMiddleware {
+    typealias Context = GatewayContext
+    let gateway: Gateway
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard gateway.route(path: request.uri.path, method: request.method.rawValue).allowed.isEmpty else {
+            return await gateway.handle(request, context: context)
+        }
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError where error.status == .notFound {
+            let requestID = Gateway.requestID(request.headers[HTTPField.Name("x-request-id")!])
+            return GatewayResponse.problem(.gatewayNotFound(request.uri.path), requestID: requestID)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import CaregiverPush
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// Turns what a function returned into the HTTP response, as API Gateway does for payload format 2.0.
+enum GatewayResponse {
+    /// - Returns: the response, or `nil` when the output is not a usable response (the gateway answers 502).
+    static func fromFunctionOutput(_ output: [UInt8], requestID: String) -> Response? {
+        guard let document = try? JSONValue.parse(output, maxDepth: 64) else { return nil }
+        guard let object = document.objectValue, object["statusCode"] != nil else {
+            // A valid JSON value without statusCode is taken as the body of a 200 (API Gateway's rule).
+            return make(status: 200, headers: ["content-type": "application/json"], body: output, requestID: requestID)
+        }
+        guard let status = object["statusCode"]?.integerValue, (100...599).contains(status) else { return nil }
+        var headers: [String: String] = [:]
+        for (name, value) in object["headers"]?.objectValue ?? [:] {
+            if let text = value.stringValue { headers[name.lowercased()] = text }
+        }
+        var body: [UInt8] = []
+        if let text = object["body"]?.stringValue {
+            if object["isBase64Encoded"]?.boolValue == true {
+                guard let decoded = Data(base64Encoded: text) else { return nil }
+                body = Array(decoded)
+            } else {
+                body = Array(text.utf8)
+            }
+        }
+        let cookies = (object["cookies"]?.arrayValue ?? []).compactMap(\.stringValue)
+        return make(status: Int(status), headers: headers, body: body, requestID: requestID, cookies: cookies)
+    }
+
+    /// A problem+json response from the gateway itself (404, 405, 413, 502, 503, 504).
+    static func problem(_ problem: Problem, requestID: String) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(problem)).map(Array.init) ?? []
+        var headers = problem.headers
+        headers["content-type"] = "application/problem+json"
+        return make(status: problem.status, headers: headers, body: body, requestID: requestID)
+    }
+
+    static func make(
+        status: Int, headers: [String: String], body: [UInt8], requestID: String, cookies: [String] = []
+    ) -> Response {
+        var fields = HTTPFields()
+        for (name, value) in headers {
+            guard let field = HTTPField.Name(name), name != "content-length", name != "transfer-encoding" else { continue }
+            fields[field] = value
+        }
+        for cookie in cookies { fields.append(HTTPField(name: .setCookie, value: cookie)) }
+        fields[HTTPField.Name("x-request-id")!] = requestID
+        return Response(status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
+
+extension Problem {
+    static func gatewayNotFound(_ path: String) -> Problem {
+        .notFound("No function is routed at \(path).")
+    }
+
+    static func badGateway(_ detail: String) -> Problem {
+        Problem(type: "/problems/bad-gateway", title: "Bad Gateway", status: 502, detail: detail)
+    }
+
+    static func gatewayTimeout(seconds: Int) -> Problem {
+        Problem(
+            type: "/problems/gateway-timeout", title: "Gateway Timeout", status: 504,
+            detail: "The function did not answer within its \(seconds) s timeout.")
+    }
+
+    static func functionBusy() -> Problem {
+        Problem(
+            type: "/problems/unavailable", title: "Service Unavailable", status: 503,
+            detail: "The function is at its concurrency limit. Retry later.", headers: ["retry-after": "1"])
+    }
+}

@@ -1,0 +1,139 @@
+import CaregiverPush
+import FCMEmulator
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// Everything `runner serve` (and `runner dev`) runs: the gateway, the warm pools and their Runtime API, and
+/// optionally the FCM emulator, on one port; with the SIGTERM/SIGINT drain.
+struct GatewayServer: Sendable {
+    let gateway: Gateway
+    let responder: RouterResponder<GatewayContext>
+    let pools: [String: WarmPool]
+    let tracker: ProcessTracker
+    let environment: EnvironmentBox
+    let emulator: (FCMEmulator, ServiceAccountKey)?
+    let host: String
+    let port: Int
+    let logger: Logger
+
+    /// The emulator's throwaway key: the runner signs nothing with it, the functions do.
+    struct ServiceAccountKey: Sendable {
+        let clientEmail: String
+        let keyID: String
+        let privateKeyPEM: String
+    }
+
+    static func make(
+        table: FunctionTable, mode: Gateway.Mode, binDirectory: URL, host: String, port: Int, warmWorkers: Int,
+        maxBody: Int, queueTimeout: Duration, fcmEmulator: Bool, logger: Logger
+    ) async throws -> GatewayServer {
+        let environment = EnvironmentBox(ProcessInfo.processInfo.environment)
+        let tracker = ProcessTracker()
+        var pools: [String: WarmPool] = [:]
+        if mode == .warm {
+            for function in table.functions {
+                pools[function.name] = WarmPool(
+                    function: function, size: min(warmWorkers, function.concurrency), binDirectory: binDirectory,
+                    logger: logger)
+            }
+        }
+        let gateway = Gateway(
+            table: table, mode: mode, cold: ColdInvoker(binDirectory: binDirectory, environment: environment, tracker: tracker),
+            pools: pools, maxBodyBytes: maxBody, queueTimeout: queueTimeout, logger: logger)
+        let router = Router(context: GatewayContext.self)
+        router.add(middleware: GatewayMiddleware(gateway: gateway))
+        let knownPools = pools
+        RuntimeAPIRoutes.add(to: router) { knownPools }
+        var emulator: (FCMEmulator, ServiceAccountKey)?
+        if fcmEmulator {
+            let key = try PrivateKey.generateRSA()
+            let account = ServiceAccountKey(
+                clientEmail: "runner-\(UUID().uuidString.prefix(8).lowercased())@local-emulator.iam.gserviceaccount.com",
+                keyID: UUID().uuidString.lowercased(), privateKeyPEM: try key.pemPKCS8())
+            let instance = FCMEmulator(
+                account: .init(
+                    projectID: "local-emulator", clientEmail: account.clientEmail, privateKeyID: account.keyID,
+                    publicKeyPEM: try key.publicKeyPEM()))
+            instance.addRoutes(to: router)
+            emulator = (instance, account)
+        }
+        return GatewayServer(
+            gateway: gateway, responder: router.buildResponder(), pools: pools, tracker: tracker, environment: environment,
+            emulator: emulator, host: host, port: port, logger: logger)
+    }
+
+    /// Serves until SIGTERM/SIGINT, then drains: new requests get 503, in-flight requests and function work
+    /// (post-response pushes included) get `grace` to finish, what remains is killed, and the listener closes.
+    func run(grace: Duration, onBound: @escaping @Sendable (Int) -> Void) async throws {
+        let app = Application(
+            responder: responder, configuration: .init(address: .hostname(host, port: port), serverName: "caregiver-push-runner"),
+            onServerRunning: { channel in
+                let boundPort = channel.localAddress?.port ?? port
+                await self.started(port: boundPort)
+                onBound(boundPort)
+            },
+            logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        enum Finished { case server, drained }
+        try await withThrowingTaskGroup(of: Finished.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return .server
+            }
+            tasks.addTask {
+                for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                    logger.info("draining", metadata: ["signal": .string(String(describing: signal))])
+                    break
+                }
+                try Task.checkCancellation()
+                await drain(grace: grace)
+                await group.triggerGracefulShutdown()
+                return .drained
+            }
+            // After a drain, let the server close by itself; if the server ended first, stop waiting for a signal.
+            if try await tasks.next() == .drained {
+                try await tasks.waitForAll()
+            } else {
+                tasks.cancelAll()
+            }
+        }
+        logger.info("stopped")
+    }
+
+    private func started(port: Int) async {
+        if let (emulator, key) = emulator {
+            await emulator.bound(host: "127.0.0.1", port: port)
+            let keyFile = ServiceAccount.keyFileJSON(
+                projectID: "local-emulator", clientEmail: key.clientEmail, privateKeyID: key.keyID,
+                privateKeyPEM: key.privateKeyPEM, tokenURI: "http://127.0.0.1:\(port)/token")
+            var extra = [
+                "FCM_SERVICE_ACCOUNT_JSON": Data(keyFile.utf8).base64EncodedString(),
+                "FCM_API_BASE_URL": "http://127.0.0.1:\(port)",
+            ]
+            extra["PUSH_ENVIRONMENT"] = environment.value["PUSH_ENVIRONMENT"] ?? "DEV"
+            environment.merge(extra)
+        }
+        for pool in pools.values {
+            await pool.start(environment: environment.value, runtimeAPIBase: "127.0.0.1:\(port)")
+        }
+        logger.info("listening", metadata: ["port": .stringConvertible(port), "mode": .string(gateway.mode.rawValue)])
+    }
+
+    private func drain(grace: Duration) async {
+        gateway.beginDrain()
+        let deadline = ContinuousClock.now + grace
+        while await gateway.isBusy(tracker: tracker), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        let unfinished = await gateway.isBusy(tracker: tracker)
+        for pool in pools.values { await pool.shutDown() }
+        tracker.killAll()
+        if unfinished { logger.warning("grace period over: unfinished function work was killed") }
+        // Give terminated workers a moment to leave before the listener closes.
+        try? await Task.sleep(for: .milliseconds(200))
+        for pool in pools.values { await pool.killAll() }
+    }
+}

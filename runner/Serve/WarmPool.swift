@@ -1,0 +1,199 @@
+import CaregiverPush
+import Foundation
+import Logging
+
+/// Warm mode for one function: long-lived worker processes that speak the AWS Lambda Runtime API to the runner.
+///
+/// Each worker gets its own `AWS_LAMBDA_RUNTIME_API` (`127.0.0.1:PORT/<function>/<worker>`), so the runner knows
+/// which worker asks for the next event. A worker is busy from the moment its `GET …/invocation/next` returns an
+/// event until it asks again — so its post-response push finishes before it takes more work. A worker that dies is
+/// replaced; one that overruns its invocation's timeout is killed (504) and replaced.
+actor WarmPool {
+    struct Event: Sendable {
+        let awsRequestID: String
+        let deadlineMilliseconds: Int64
+        let body: [UInt8]
+        let clientRequestID: String
+    }
+
+    private struct Waiting {
+        let event: Event
+        let result: CheckedContinuation<InvocationResult, Never>
+        let finished: @Sendable () async -> Void
+    }
+
+    private struct Worker {
+        let process: FunctionProcess
+        var idle: CheckedContinuation<Event?, Never>?
+        /// The invocation it is working on, and what to call once it asks for more.
+        var current: (awsRequestID: String, finished: @Sendable () async -> Void)?
+    }
+
+    let function: FunctionTable.Function
+    private let size: Int
+    private let binDirectory: URL
+    private let logger: Logger
+    private var runtimeAPIBase = ""
+    private var environment: [String: String] = [:]
+    private var workers: [Int: Worker] = [:]
+    private var nextWorkerID = 0
+    private var queue: [Waiting] = []
+    private var inFlight:
+        [String: (worker: Int, pid: Int32, result: CheckedContinuation<InvocationResult, Never>, timer: Task<Void, Never>)] = [:]
+    private var draining = false
+
+    init(function: FunctionTable.Function, size: Int, binDirectory: URL, logger: Logger) {
+        self.function = function
+        self.size = max(size, 1)
+        self.binDirectory = binDirectory
+        self.logger = logger
+    }
+
+    /// Starts the workers, once the Runtime API (`host:port`) is listening.
+    func start(environment: [String: String], runtimeAPIBase: String) {
+        self.environment = environment
+        self.runtimeAPIBase = runtimeAPIBase
+        for _ in 0..<size { spawn() }
+    }
+
+    /// The process ids of the workers (tests check they are reused).
+    var workerPIDs: [Int32] { workers.values.map(\.process.pid).sorted() }
+
+    private func spawn() {
+        guard !draining else { return }
+        nextWorkerID += 1
+        let id = nextWorkerID
+        var environment = environment
+        environment["AWS_LAMBDA_RUNTIME_API"] = "\(runtimeAPIBase)/\(function.name)/\(id)"
+        environment["AWS_LAMBDA_FUNCTION_NAME"] = function.name
+        environment["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = String(function.memoryMB)
+        let forwarder = StderrForwarder(function: function.name)
+        do {
+            let process = try FunctionProcess.launch(
+                executable: binDirectory.appendingPathComponent(function.name), environment: environment, input: nil
+            ) { line in forwarder.forward(line, requestID: nil) }
+            workers[id] = Worker(process: process)
+            Task { [weak self] in
+                let status = await process.exitStatus()
+                await self?.workerExited(id, status: status)
+            }
+        } catch {
+            logger.error("warm worker could not start", metadata: ["function": .string(function.name)])
+        }
+    }
+
+    /// Runs one invocation on the first worker free.
+    func invoke(
+        event body: [UInt8], clientRequestID: String, finished: @escaping @Sendable () async -> Void
+    ) async -> InvocationResult {
+        let deadline = Int64((Date().timeIntervalSince1970 + Double(function.timeoutSeconds)) * 1000)
+        let event = Event(
+            awsRequestID: UUID().uuidString.lowercased(), deadlineMilliseconds: deadline, body: body,
+            clientRequestID: clientRequestID)
+        return await withCheckedContinuation { continuation in
+            queue.append(Waiting(event: event, result: continuation, finished: finished))
+            dispatch()
+        }
+    }
+
+    /// `GET …/invocation/next` from worker `id`: finishes its previous invocation, then waits for an event.
+    /// Returns `nil` when the pool is shutting down.
+    func next(worker id: Int) async -> Event? {
+        guard workers[id] != nil else { return nil }
+        if let previous = workers[id]?.current {
+            workers[id]?.current = nil
+            await previous.finished()
+        }
+        guard !draining else { return nil }
+        return await withCheckedContinuation { continuation in
+            workers[id]?.idle = continuation
+            dispatch()
+        }
+    }
+
+    /// Hands queued events to idle workers.
+    private func dispatch() {
+        while !queue.isEmpty, let id = workers.first(where: { $0.value.idle != nil && $0.value.current == nil })?.key,
+            let idle = workers[id]?.idle
+        {
+            let waiting = queue.removeFirst()
+            workers[id]?.idle = nil
+            workers[id]?.current = (waiting.event.awsRequestID, waiting.finished)
+            let awsRequestID = waiting.event.awsRequestID
+            let timeout = function.timeoutSeconds
+            let timer = Task { [weak self] in
+                try? await Task.sleep(for: .seconds(timeout))
+                await self?.timeOut(awsRequestID)
+            }
+            inFlight[awsRequestID] = (id, workers[id]?.process.pid ?? 0, waiting.result, timer)
+            idle.resume(returning: waiting.event)
+        }
+    }
+
+    /// `POST …/invocation/{id}/response`.
+    func respond(_ awsRequestID: String, body: [UInt8]) -> Bool {
+        guard let entry = inFlight.removeValue(forKey: awsRequestID) else { return false }
+        entry.timer.cancel()
+        entry.result.resume(returning: .output(body, pid: entry.pid))
+        return true
+    }
+
+    /// `POST …/invocation/{id}/error`.
+    func fail(_ awsRequestID: String, errorType: String) -> Bool {
+        guard let entry = inFlight.removeValue(forKey: awsRequestID) else { return false }
+        entry.timer.cancel()
+        entry.result.resume(returning: .failed("the function reported \(errorType)"))
+        return true
+    }
+
+    /// `POST …/runtime/init/error`: the worker cannot serve; it is stopped and replaced.
+    func initFailed(worker id: Int, errorType: String) {
+        logger.error("warm worker init error", metadata: ["function": .string(function.name), "error.type": .string(errorType)])
+        workers[id]?.process.kill()
+    }
+
+    private func timeOut(_ awsRequestID: String) {
+        guard let entry = inFlight.removeValue(forKey: awsRequestID) else { return }
+        entry.result.resume(returning: .timedOut)
+        workers[entry.worker]?.process.kill()
+    }
+
+    private func workerExited(_ id: Int, status: Int32) async {
+        guard let worker = workers.removeValue(forKey: id) else { return }
+        worker.idle?.resume(returning: nil)
+        if let current = worker.current {
+            if let entry = inFlight.removeValue(forKey: current.awsRequestID) {
+                entry.timer.cancel()
+                entry.result.resume(returning: .failed("the warm worker exited (\(status)) during the invocation"))
+            }
+            await current.finished()
+        }
+        if !draining {
+            logger.warning("warm worker replaced", metadata: ["function": .string(function.name), "exit": .stringConvertible(status)])
+            spawn()
+            dispatch()
+        }
+    }
+
+    /// Whether any invocation is queued or running (post-response work included).
+    var isBusy: Bool { !queue.isEmpty || workers.values.contains { $0.current != nil } }
+
+    /// Stops taking work: idle workers are released from their long poll and all workers are terminated.
+    func shutDown() {
+        draining = true
+        for waiting in queue {
+            waiting.result.resume(returning: .failed("the runner is shutting down"))
+            Task { await waiting.finished() }
+        }
+        queue.removeAll()
+        for (id, worker) in workers {
+            worker.idle?.resume(returning: nil)
+            workers[id]?.idle = nil
+            worker.process.kill(SIGTERM)
+        }
+    }
+
+    func killAll() {
+        for worker in workers.values { worker.process.kill() }
+    }
+}
