@@ -13,9 +13,11 @@ test:
 bench:
 	scripts/bench.sh
 
-## make dev: install what is missing, start the local PostgreSQL under .data/, migrate, and say how to invoke.
-dev: deps build db-start migrate
-	@scripts/dev-info.sh "$(DEV_DB_URL)"
+## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/, migrations, demo data,
+## the runner with the FCM emulator on :3000, and ready-to-paste curl lines. Ctrl-C stops it (the database keeps running;
+## `make db-stop` stops it).
+dev: deps build
+	"$$(swift build --show-bin-path)/runner" dev --database-port $(DEV_PG_PORT)
 
 deps:
 	@scripts/install-deps.sh

@@ -9,7 +9,7 @@ struct Runner: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "runner",
         abstract: "Run the caregiver-push functions locally, the way a serverless host runs them.",
-        subcommands: [ServeCommand.self, Invoke.self, Migrate.self, Token.self, FCMEmulatorCommand.self]
+        subcommands: [DevCommand.self, ServeCommand.self, Invoke.self, Migrate.self, Token.self, FCMEmulatorCommand.self]
     )
 }
 

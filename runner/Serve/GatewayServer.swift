@@ -122,6 +122,11 @@ struct GatewayServer: Sendable {
         logger.info("listening", metadata: ["port": .stringConvertible(port), "mode": .string(gateway.mode.rawValue)])
     }
 
+    /// New function binaries are in place: warm workers are restarted (each is replaced as it exits).
+    func reloadFunctions() async {
+        for pool in pools.values { await pool.restartWorkers() }
+    }
+
     private func drain(grace: Duration) async {
         gateway.beginDrain()
         let deadline = ContinuousClock.now + grace

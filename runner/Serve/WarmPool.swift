@@ -193,6 +193,11 @@ actor WarmPool {
         }
     }
 
+    /// Ends idle workers so that their replacements start from the current binary; busy ones finish first.
+    func restartWorkers() {
+        for worker in workers.values where worker.current == nil { worker.process.kill(SIGTERM) }
+    }
+
     func killAll() {
         for worker in workers.values { worker.process.kill() }
     }

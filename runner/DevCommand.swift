@@ -1,0 +1,167 @@
+import ArgumentParser
+import CaregiverPush
+import Foundation
+import Logging
+
+/// `runner dev` (what `make dev` runs): the one-command local stack — PostgreSQL under `.data/`, migrations, a demo
+/// household, `serve` with the FCM emulator on :3000, ready-to-paste `curl` lines, and a rebuild of the functions
+/// when `Functions/` or `Shared/` change.
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev", abstract: "Start the local stack: database, migrations, demo data, runner with FCM emulator.")
+
+    @Option(help: "HTTP port.")
+    var port: Int = 3000
+
+    @Option(help: "cold or warm.")
+    var mode: String = "cold"
+
+    @Option(help: "Port of the local PostgreSQL (under .data/postgres).")
+    var databasePort: Int = 25432
+
+    @OptionGroup var infra: InfraOptions
+
+    static let demoCaregiver = UUID(uuidString: "11111111-1111-4111-8111-111111111111")!
+    static let demoPatient = UUID(uuidString: "22222222-2222-4222-8222-222222222222")!
+    static let demoDevice = "demo-device-token-caregiver-phone"
+
+    func run() async throws {
+        JSONLogHandler.bootstrap()
+        var logger = Logger(label: "runner")
+        logger[metadataKey: "function"] = "runner"
+        guard let serveMode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
+        try checkPrerequisites()
+        let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
+        try runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
+        let secret = try devSecret()
+        setenv("DATABASE_URL", databaseURL, 1)
+        setenv("SUPABASE_JWT_SECRET", secret, 1)
+        setenv("PUSH_ENVIRONMENT", "DEV", 1)
+        let demo = try seed(databaseURL: databaseURL, secret: secret, logger: logger)
+        let server = try await GatewayServer.make(
+            table: try infra.functionTable(), mode: serveMode, binDirectory: infra.binaryDirectory(), host: "127.0.0.1",
+            port: port, warmWorkers: 2, maxBody: 1024 * 1024, queueTimeout: .seconds(2), fcmEmulator: true, logger: logger)
+        let watcher = SourceWatcher(directories: ["Functions", "Shared"], logger: logger) {
+            await server.reloadFunctions()
+        }
+        let watching = Task { await watcher.run() }
+        defer { watching.cancel() }
+        try await server.run(grace: .seconds(15)) { boundPort in
+            FileHandle.standardOutput.write(Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo).utf8))
+        }
+    }
+
+    /// Says what is missing instead of installing it (make dev installs).
+    private func checkPrerequisites() throws {
+        guard FileManager.default.fileExists(atPath: "scripts/pg.sh"), FileManager.default.fileExists(atPath: "infra/migrations")
+        else { throw ValidationError("run `runner dev` from the repository root (or use `make dev`)") }
+        let hasPostgres = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.isEmpty == false
+        guard hasPostgres else {
+            throw ValidationError("PostgreSQL is not installed: `make dev` installs it (apt-get install postgresql)")
+        }
+    }
+
+    private func runScript(_ path: String, _ arguments: [String]) throws {
+        let result = try ChildProcess.run(
+            executable: URL(fileURLWithPath: path), arguments: arguments, input: Data(), forwardStandardError: true)
+        guard result.exitStatus == 0 else { throw ValidationError("\(path) \(arguments.joined(separator: " ")) failed") }
+    }
+
+    /// A random HS256 secret kept in `.data/`, so tokens stay valid across restarts.
+    private func devSecret() throws -> String {
+        let file = ".data/dev-jwt-secret"
+        if let existing = try? String(contentsOfFile: file, encoding: .utf8), existing.utf8.count >= 32 {
+            return existing.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let secret = Base64URL.encode(try SecureRandom.bytes(32))
+        try secret.write(toFile: file, atomically: true, encoding: .utf8)
+        return secret
+    }
+
+    struct Demo {
+        let caregiverToken: String
+        let patientToken: String
+        let medications: [Slot: UUID]
+        let prn: UUID
+        let today: String
+    }
+
+    /// The demo household, reset on every start so that the printed commands record (and push) anew.
+    private func seed(databaseURL: String, secret: String, logger: Logger) throws -> Demo {
+        let connection = try PostgresConnection(url: databaseURL, applicationName: "caregiver-push-dev")
+        defer { connection.close() }
+        try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: logger)
+        let patient = Self.demoPatient
+        let caregiver = Self.demoCaregiver
+        var medications: [Slot: UUID] = [:]
+        let prn = UUID(uuidString: "33333333-3333-4333-8333-000000000005")!
+        try connection.withTransaction { connection in
+            try connection.query("DELETE FROM patients WHERE id = \(patient)")
+            try connection.query("INSERT INTO patients (id, display_name) VALUES (\(patient), '山田花子')")
+            try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+            for (index, (slot, time)) in [(Slot.morning, "08:00"), (.noon, "12:00"), (.evening, "18:00"), (.bedtime, "21:00")].enumerated() {
+                let id = UUID(uuidString: "33333333-3333-4333-8333-00000000000\(index + 1)")!
+                try connection.query(
+                    "INSERT INTO medications (id, patient_id, name, start_date) VALUES (\(id), \(patient), \("デモの薬 \(slot.rawValue)"), '2020-01-01')")
+                try connection.query("INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)")
+                medications[slot] = id
+            }
+            try connection.query(
+                "INSERT INTO medications (id, patient_id, name, is_prn, start_date) VALUES (\(prn), \(patient), 'デモの頓服薬', true, '2020-01-01')")
+            try connection.query(
+                "DELETE FROM push_deliveries WHERE push_device_id IN (SELECT id FROM push_devices WHERE owner_id = \(caregiver))")
+        }
+        _ = try PushDeviceRegistry(connection: connection).register(
+            .init(token: Self.demoDevice, platform: .ios, environment: .development, installationID: "demo-install"),
+            caregiverID: caregiver)
+        let session = try PatientSessionToken.generate()
+        try connection.query(
+            """
+            INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
+            VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 day')
+            """)
+        let now = Date().timeIntervalSince1970.rounded(.down)
+        let caregiverToken = try JWTSigner.sign(
+            claims: [
+                "sub": .string(caregiver.uuidString.lowercased()), "aud": .string("authenticated"),
+                "role": .string("authenticated"), "iat": .number(now), "exp": .number(now + 86_400),
+                "is_anonymous": .bool(false),
+            ],
+            using: .hmac(secret: Array(secret.utf8)))
+        return Demo(
+            caregiverToken: caregiverToken, patientToken: session.text, medications: medications, prn: prn,
+            today: TokyoClock.dateString(of: Date()))
+    }
+
+    static func banner(port: Int, databaseURL: String, demo: Demo) -> String {
+        let base = "http://127.0.0.1:\(port)"
+        let json = "-H 'content-type: application/json'"
+        let caregiver = "-H 'authorization: Bearer \(demo.caregiverToken)'"
+        let patient = "-H 'authorization: Bearer \(demo.patientToken)'"
+        let morning = demo.medications[.morning]?.uuidString.lowercased() ?? ""
+        return """
+
+            caregiver-push dev stack on \(base) — functions cold or warm behind the runner, FCM emulator included.
+            Database: \(databaseURL) (data in .data/postgres)
+            Demo: patient 山田花子 \(demoPatient.uuidString.lowercased()), caregiver \(demoCaregiver.uuidString.lowercased())
+                  with phone \(demoDevice) registered for DEV. Edits under Functions/ or Shared/ rebuild the functions.
+
+            # A caregiver registers a second phone, and unregisters it again
+            curl -s \(base)/api/push/register \(json) \(caregiver) -d '{"token":"demo-second-phone","platform":"ios","environment":"DEV"}'
+            curl -s \(base)/api/push/unregister \(json) \(caregiver) -d '{"token":"demo-second-phone"}'
+
+            # The patient records this morning's dose → the caregiver's phone is pushed
+            curl -s \(base)/api/dose-records \(json) \(patient) -d '{"medicationId":"\(morning)","scheduledAt":"\(demo.today)T08:00:00+09:00"}'
+
+            # The patient records the whole evening slot
+            curl -s \(base)/api/dose-records/slot \(json) \(patient) -d '{"date":"\(demo.today)","slot":"evening"}'
+
+            # The caregiver records an as-needed dose for the patient (the caregiver is not pushed about its own action)
+            curl -s \(base)/api/prn-dose-records \(json) \(caregiver) -H 'idempotency-key: \(UUID().uuidString.lowercased())' -d '{"patientId":"\(demoPatient.uuidString.lowercased())","medicationId":"\(demo.prn.uuidString.lowercased())","quantity":1}'
+
+            # What the emulated FCM received
+            curl -s \(base)/_emulator/fcm/messages
+
+            """
+    }
+}

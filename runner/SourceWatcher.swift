@@ -1,0 +1,56 @@
+import CaregiverPush
+import Foundation
+import Logging
+
+/// Watches source directories (by modification time, once a second) and rebuilds the functions when a file
+/// changes, then calls `reload` so that warm workers restart on the new binaries (cold ones pick them up anyway).
+struct SourceWatcher: Sendable {
+    let directories: [String]
+    let logger: Logger
+    let reload: @Sendable () async -> Void
+
+    static let functions = ["push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record"]
+
+    func run() async {
+        var last = latestModification()
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            let current = latestModification()
+            guard current > last else { continue }
+            // Let an editor finish writing before building.
+            try? await Task.sleep(for: .milliseconds(300))
+            last = latestModification()
+            logger.info("source changed: rebuilding the functions")
+            if rebuild() {
+                logger.info("functions rebuilt: restarting workers")
+                await reload()
+            } else {
+                logger.error("rebuild failed: still serving the previous build (see the compiler output above)")
+            }
+        }
+    }
+
+    private func latestModification() -> Date {
+        var latest = Date.distantPast
+        for directory in directories {
+            guard let files = FileManager.default.enumerator(atPath: directory) else { continue }
+            while let file = files.nextObject() as? String {
+                guard file.hasSuffix(".swift") || file.hasSuffix(".h") else { continue }
+                let attributes = try? FileManager.default.attributesOfItem(atPath: "\(directory)/\(file)")
+                if let modified = attributes?[.modificationDate] as? Date, modified > latest { latest = modified }
+            }
+        }
+        return latest
+    }
+
+    private func rebuild() -> Bool {
+        let arguments = ["build"] + Self.functions.flatMap { ["--product", $0] }
+        guard
+            let result = try? ChildProcess.run(
+                executable: URL(fileURLWithPath: "/usr/bin/env"), arguments: ["swift"] + arguments, input: Data(),
+                forwardStandardError: true)
+        else { return false }
+        FileHandle.standardError.write(result.standardOutput)
+        return result.exitStatus == 0
+    }
+}
