@@ -47,6 +47,28 @@ do {
             format: "| %d | %.1f | %.2f | %d |\n", row.devices, row.medianMilliseconds, row.medianMilliseconds / baseline,
             row.connections)
     }
+    let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    var functionEnvironment = ProcessInfo.processInfo.environment
+    functionEnvironment["SUPABASE_JWT_SECRET"] = String(repeating: "r", count: 40)
+    functionEnvironment["PUSH_ENVIRONMENT"] = "DEV"
+    functionEnvironment["LOG_LEVEL"] = "warning"
+    let runner = try RunnerBenchmark(binDirectory: binDirectory, environment: functionEnvironment, requests: 30).run()
+    let direct = runner[0].medianMilliseconds
+    report += """
+
+        ## push-register through the runner
+
+        Median of 30 sequential requests (after one untimed request), the same database, the same run. Ratio: against
+        the direct stdin invocation, which pays a process start and a database connection per request, as a cold
+        function does.
+
+        | path | median ms | × direct stdin |
+        |---|---:|---:|
+
+        """
+    for row in runner {
+        report += String(format: "| %@ | %.1f | %.2f |\n", row.path, row.medianMilliseconds, row.medianMilliseconds / direct)
+    }
     try report.write(toFile: output, atomically: true, encoding: .utf8)
     print(report)
 } catch {

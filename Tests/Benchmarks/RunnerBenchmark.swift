@@ -1,0 +1,107 @@
+import CaregiverPush
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `push-register` latency three ways in one run: the built function on stdin/stdout directly, through
+/// `runner serve --mode cold`, and through `runner serve --mode warm`.
+struct RunnerBenchmark {
+    struct Row {
+        let path: String
+        let medianMilliseconds: Double
+    }
+
+    let binDirectory: URL
+    let environment: [String: String]
+    let requests: Int
+
+    func run() throws -> [Row] {
+        let caregiver = UUID()
+        let token = try JWTSigner.sign(
+            claims: [
+                "sub": .string(caregiver.uuidString.lowercased()), "aud": .string("authenticated"),
+                "role": .string("authenticated"), "exp": .number(Date().timeIntervalSince1970 + 3600),
+            ],
+            using: .hmac(secret: Array((environment["SUPABASE_JWT_SECRET"] ?? "").utf8)))
+        let body = #"{"token":"bench-runner-device","platform":"ios","environment":"DEV"}"#
+        var rows: [Row] = []
+
+        let event = APIGatewayV2Request(
+            routeKey: "POST /api/push/register", rawPath: "/api/push/register",
+            headers: ["authorization": "Bearer \(token)", "content-type": "application/json"],
+            requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/push/register")), body: body)
+        let input = try JSONEncoder().encode(event)
+        rows.append(
+            Row(
+                path: "stdin → push-register (no runner)",
+                medianMilliseconds: try measure {
+                    let result = try ChildProcess.run(
+                        executable: binDirectory.appendingPathComponent("push-register"), environment: environment,
+                        input: input)
+                    guard result.exitStatus == 0 else { throw BenchmarkError("push-register exited \(result.exitStatus)") }
+                }))
+        for mode in ["cold", "warm"] {
+            let server = try Server(binDirectory: binDirectory, mode: mode, environment: environment)
+            defer { server.stop() }
+            let request = HTTPRequest(
+                method: "POST", url: "http://127.0.0.1:\(server.port)/api/push/register",
+                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")], body: Array(body.utf8))
+            // One untimed request: a warm pool's workers connect to the database on their first invocation.
+            _ = HTTPClient.perform(request, timeoutMilliseconds: 30_000)
+            rows.append(
+                Row(
+                    path: "HTTP → runner serve --mode \(mode) → push-register",
+                    medianMilliseconds: try measure {
+                        guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 30_000),
+                            response.status == 200
+                        else { throw BenchmarkError("runner \(mode) did not answer 200") }
+                    }))
+        }
+        return rows
+    }
+
+    private func measure(_ body: () throws -> Void) throws -> Double {
+        var samples: [Double] = []
+        for _ in 0..<requests {
+            let start = ContinuousClock.now
+            try body()
+            let elapsed = ContinuousClock.now - start
+            samples.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+        }
+        return median(samples)
+    }
+
+    /// A `runner serve` child process on a free port.
+    final class Server {
+        let process: Process
+        let port: Int
+
+        init(binDirectory: URL, mode: String, environment: [String: String]) throws {
+            process = Process()
+            process.executableURL = binDirectory.appendingPathComponent("runner")
+            process.arguments = ["serve", "--port", "0", "--mode", mode, "--functions", "infra/functions.json"]
+            process.environment = environment
+            let stdout = Pipe()
+            process.standardOutput = stdout
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var announced = Data()
+            while !announced.contains(UInt8(ascii: "\n")) {
+                let chunk = stdout.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                announced.append(chunk)
+            }
+            guard let port = (try? JSONValue.parse(Array(announced)))?["port"]?.integerValue else {
+                throw BenchmarkError("runner serve did not start")
+            }
+            self.port = Int(port)
+        }
+
+        func stop() {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+    }
+}
