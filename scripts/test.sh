@@ -4,20 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
-
-port=${TEST_PG_PORT:-25433}
-datadir=$(mktemp -d /tmp/caregiver-push-test-pg.XXXXXX)
-cleanup() {
-    scripts/pg.sh stop "$datadir"
-    rm -rf "$datadir"
+run_tests() {
+    swift build
+    FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
+    export FUNCTIONS_BIN_DIR
+    swift test "$@"
 }
-trap cleanup EXIT
-scripts/pg.sh start "$datadir" "$port"
-export DATABASE_URL
-DATABASE_URL=$(scripts/pg.sh url "$port")
 
-swift build
-FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
-export FUNCTIONS_BIN_DIR
-swift test "$@"
+if [ "${1:-}" = "--inside" ]; then
+    shift
+    run_tests "$@"
+else
+    exec scripts/with-db.sh "${TEST_PG_PORT:-25433}" scripts/test.sh --inside "$@"
+fi

@@ -48,8 +48,11 @@ final class CurlTransfer {
         try check(ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(max(timeoutMilliseconds, 1))))
         // HTTP/2 over TLS when the server offers it (one connection, many streams), HTTP/1.1 otherwise.
         try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
-        // Wait for a connection that can multiplex rather than opening another one for each stream.
-        try check(ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
+        // Over TLS (FCM), wait for a connection that can multiplex rather than opening one per stream. Plain HTTP
+        // never negotiates HTTP/2 here, and waiting would only serialise the first round trip.
+        if request.url.hasPrefix("https://") {
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
+        }
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
         switch request.method {
         case "POST":

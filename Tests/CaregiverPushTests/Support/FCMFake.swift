@@ -40,17 +40,11 @@ final class FCMFake {
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process = process
-        var announced = Data()
-        while !announced.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            announced.append(chunk)
-        }
-        guard let line = try? JSONValue.parse(Array(announced)), let port = line["port"]?.integerValue else {
+        guard let port = announcedPort(stdout) else {
             process.terminate()
             throw FakeError.didNotStart
         }
-        self.port = Int(port)
+        self.port = port
         serviceAccountJSON = ServiceAccount.keyFileJSON(
             projectID: projectID, clientEmail: clientEmail, privateKeyID: keyID, privateKeyPEM: pem,
             tokenURI: "http://127.0.0.1:\(port)/token")

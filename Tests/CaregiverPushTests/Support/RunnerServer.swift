@@ -40,17 +40,11 @@ final class RunnerServer {
                 buffer.append(chunk)
             }
         }
-        var announced = Data()
-        while !announced.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            announced.append(chunk)
-        }
-        guard let line = try? JSONValue.parse(Array(announced)), let port = line["port"]?.integerValue else {
+        guard let port = announcedPort(stdout) else {
             process.terminate()
             throw ServerError.didNotStart(String(decoding: buffer.value, as: UTF8.self))
         }
-        self.port = Int(port)
+        self.port = port
     }
 
     deinit {
@@ -192,4 +186,16 @@ struct RunnerClient: Sendable {
         return try request("POST", path, headers: all, body: json(body))
     }
 
+}
+
+/// The `port` of the `{"event":"listening","port":N,…}` line a runner command prints once bound; `nil` when the
+/// process ended without printing it.
+func announcedPort(_ stdout: Pipe) -> Int? {
+    var announced = Data()
+    while !announced.contains(UInt8(ascii: "\n")) {
+        let chunk = stdout.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        announced.append(chunk)
+    }
+    return (try? JSONValue.parse(Array(announced)))?["port"]?.integerValue.map(Int.init)
 }
