@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test bench build deps db-start db-stop migrate format lint clean
+.PHONY: dev test bench release build deps db-start db-stop migrate format lint clean
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -12,6 +12,10 @@ test:
 ## make bench: release build, throwaway PostgreSQL, benchmarks written to docs/benchmarks.md.
 bench:
 	scripts/bench.sh
+
+## make release: static (--static-swift-stdlib) release builds and one Lambda zip per function in dist/lambda/.
+release: deps
+	scripts/release.sh
 
 ## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/, migrations, demo data,
 ## the runner with the FCM emulator on :3000, and ready-to-paste curl lines. Ctrl-C stops it (the database keeps running;

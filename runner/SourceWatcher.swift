@@ -43,14 +43,17 @@ struct SourceWatcher: Sendable {
         return latest
     }
 
+    /// One `swift build --product` per function: SwiftPM builds only the last of several `--product` options.
     private func rebuild() -> Bool {
-        let arguments = ["build"] + Self.functions.flatMap { ["--product", $0] }
-        guard
-            let result = try? ChildProcess.run(
-                executable: URL(fileURLWithPath: "/usr/bin/env"), arguments: ["swift"] + arguments, input: Data(),
-                forwardStandardError: true)
-        else { return false }
-        FileHandle.standardError.write(result.standardOutput)
-        return result.exitStatus == 0
+        for function in Self.functions {
+            guard
+                let result = try? ChildProcess.run(
+                    executable: URL(fileURLWithPath: "/usr/bin/env"), arguments: ["swift", "build", "--product", function],
+                    input: Data(), forwardStandardError: true)
+            else { return false }
+            FileHandle.standardError.write(result.standardOutput)
+            guard result.exitStatus == 0 else { return false }
+        }
+        return true
     }
 }

@@ -8,6 +8,9 @@ run_tests() {
     swift build
     FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
     export FUNCTIONS_BIN_DIR
+    # The contract checks first, so that the Swift suite's summary is the run's last line.
+    scripts/contract.sh "$FUNCTIONS_BIN_DIR"
+    scripts/release-check.sh
     swift test "$@"
 }
 
