@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:?usage: contract.sh BIN_DIR}
 
-python3 -m pip show schemathesis openapi-spec-validator cfn-lint >/dev/null 2>&1 \
-    || python3 -m pip install -q schemathesis openapi-spec-validator cfn-lint
+python3 -m pip show schemathesis openapi-spec-validator cfn-lint pyyaml >/dev/null 2>&1 \
+    || python3 -m pip install -q schemathesis openapi-spec-validator cfn-lint pyyaml
 python3 -m openapi_spec_validator infra/openapi.yaml
 python3 Tests/Contract/check_routes.py
 # cfn-lint through its entry point: the pip shim may not be on PATH until pyenv rehashes.
