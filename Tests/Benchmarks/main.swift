@@ -69,9 +69,74 @@ do {
     for row in runner {
         report += String(format: "| %@ | %.1f | %.2f |\n", row.path, row.medianMilliseconds, row.medianMilliseconds / direct)
     }
+    let functions = FunctionBenchmarks(binDirectory: binDirectory, databaseURL: databaseURL)
+    let latency = try functions.responseVersusPush(runs: 5)
+    report += String(
+        format: """
+
+            ## The response does not wait for the push
+
+            `dose-record` through stdin/stdout, median of 5: time until stdout's EOF (what a host waits for) for a
+            patient whose caregiver has a device while the FCM emulator answers after 2 s, against a patient with no
+            device at all. The process itself ends only after the push (exit column).
+
+            | case | stdout EOF ms | × no device | process exit ms |
+            |---|---:|---:|---:|
+            | no device (no push) | %.1f | 1.00 | — |
+            | one device, FCM answering after 2000 ms | %.1f | %.2f | %.1f |
+
+            """, latency.withoutPush, latency.withPush, latency.withPush / latency.withoutPush, latency.exitWithPush)
+    let mints = try functions.concurrentColdMints(invocations: 20)
+    report += """
+
+        ## One OAuth token for concurrent cold starts
+
+        20 `dose-record` processes started at once, each with a device to push to, against an empty token cache
+        (a new service account): the emulator minted **\(mints)** access token(s) for the 20 invocations.
+
+        """
+    let table = try DeviceTableBenchmark(databaseURL: databaseURL, registrations: 200).run()
+    report += """
+
+        ## push-register as push_devices grows
+
+        The register transaction (advisory lock, upsert, installation rotation, hand-over) in-process, median of 200
+        registrations, with the table at about 1k rows and at about 1M rows. Ratio: against the 1k run.
+
+        | rows in push_devices | median ms | × 1k |
+        |---:|---:|---:|
+
+        """
+    for result in table.results {
+        report += String(
+            format: "| %d | %.2f | %.2f |\n", result.rows, result.medianMilliseconds,
+            result.medianMilliseconds / table.results[0].medianMilliseconds)
+    }
+    let sequentialScans = table.plans.filter { $0.plan.contains("Seq Scan on push_devices") }.count
+    report += "\nPlans at 1M rows (sequential scans of push_devices: \(sequentialScans)):\n"
+    for (query, plan) in table.plans {
+        report += "\n\(query):\n\n```\n\(plan)\n```\n"
+    }
+    let rss = try functions.peakRSS()
+    if !rss.isEmpty {
+        report += """
+
+            ## Peak memory
+
+            Peak resident set of one invocation of each function (GNU time `%M`; the same refused request for all but
+            dose-record, so this is mostly the runtime, libpq, libcurl and OpenSSL).
+
+            | function | peak RSS MiB |
+            |---|---:|
+
+            """
+        for (function, kilobytes) in rss {
+            report += String(format: "| %@ | %.1f |\n", function, Double(kilobytes) / 1024)
+        }
+    }
     try report.write(toFile: output, atomically: true, encoding: .utf8)
     print(report)
 } catch {
-    FileHandle.standardError.write(Data("bench failed: \(error)\n".utf8))
+    FileHandle.standardError.write(Data("bench failed: \(String(reflecting: error))\n".utf8))
     exit(1)
 }

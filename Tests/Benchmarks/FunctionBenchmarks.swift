@@ -1,0 +1,141 @@
+import CaregiverPush
+import Foundation
+import Logging
+import Synchronization
+
+/// Benchmarks of the built functions through their stdin/stdout contract, against the database and the in-process
+/// FCM emulator: the response must not wait for the push, cold starts must share one OAuth token, and the device
+/// queries must not slow down as `push_devices` grows.
+struct FunctionBenchmarks {
+    let binDirectory: URL
+    let databaseURL: String
+    let secret = String(repeating: "s", count: 40)
+
+    private func environment(_ emulator: InProcessEmulator?) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = databaseURL
+        environment["SUPABASE_JWT_SECRET"] = secret
+        environment["PUSH_ENVIRONMENT"] = "DEV"
+        environment["LOG_LEVEL"] = "warning"
+        if let emulator {
+            environment["FCM_API_BASE_URL"] = emulator.baseURL
+            environment["FCM_SERVICE_ACCOUNT_JSON"] = Data(emulator.serviceAccountJSON.utf8).base64EncodedString()
+        }
+        return environment
+    }
+
+    /// A patient with one morning medication and a session; with a linked caregiver's device when `withDevice`.
+    private func patient(withDevice: Bool, connection: PostgresConnection) throws -> (token: String, medication: UUID) {
+        let patient = try connection.query("INSERT INTO patients (display_name) VALUES ('ベンチ') RETURNING id")[0]
+            .decode(UUID.self, at: 0)
+        let medication = try connection.query(
+            "INSERT INTO medications (patient_id, name, start_date) VALUES (\(patient), 'bench', '2020-01-01') RETURNING id"
+        )[0].decode(UUID.self, at: 0)
+        try connection.query("INSERT INTO medication_schedule_times VALUES (\(medication), '08:00')")
+        let session = try PatientSessionToken.generate()
+        try connection.query(
+            """
+            INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
+            VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 hour')
+            """)
+        if withDevice {
+            let caregiver = UUID()
+            try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+            _ = try PushDeviceRegistry(connection: connection).register(
+                .init(token: "bench-\(UUID().uuidString)", platform: .ios, environment: .development, installationID: nil),
+                caregiverID: caregiver)
+        }
+        return (session.text, medication)
+    }
+
+    private func doseEvent(token: String, medication: UUID) throws -> Data {
+        let body = #"{"medicationId":"\#(medication.uuidString)","scheduledAt":"2026-01-05T08:00:00+09:00"}"#
+        return try JSONEncoder().encode(
+            APIGatewayV2Request(
+                routeKey: "POST /api/dose-records", rawPath: "/api/dose-records",
+                headers: ["authorization": "Bearer \(token)", "content-type": "application/json"],
+                requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/dose-records")),
+                body: body))
+    }
+
+    /// Milliseconds from start to stdout's EOF (what a host waits for), and to exit.
+    private func runDose(_ event: Data, environment: [String: String]) throws -> (response: Double, exit: Double) {
+        let start = ContinuousClock.now
+        let result = try ChildProcess.run(
+            executable: binDirectory.appendingPathComponent("dose-record"), environment: environment, input: event)
+        guard result.exitStatus == 0 else { throw BenchmarkError("dose-record exited \(result.exitStatus)") }
+        return (milliseconds(result.standardOutputClosedAt - start), milliseconds(result.exitedAt - start))
+    }
+
+    /// dose-record's response latency with a device and an FCM answering after 2 s, against a patient with no
+    /// device: the push must not show in the response time.
+    func responseVersusPush(runs: Int) throws -> (withPush: Double, withoutPush: Double, exitWithPush: Double) {
+        let emulator = try InProcessEmulator.start(delayMilliseconds: 2000)
+        let connection = try PostgresConnection(url: databaseURL)
+        defer { connection.close() }
+        var withPush: [Double] = []
+        var exits: [Double] = []
+        var withoutPush: [Double] = []
+        for _ in 0..<runs {
+            let pushed = try patient(withDevice: true, connection: connection)
+            let timing = try runDose(try doseEvent(token: pushed.token, medication: pushed.medication), environment: environment(emulator))
+            withPush.append(timing.response)
+            exits.append(timing.exit)
+            let quiet = try patient(withDevice: false, connection: connection)
+            withoutPush.append(
+                try runDose(try doseEvent(token: quiet.token, medication: quiet.medication), environment: environment(emulator)).response)
+        }
+        return (median(withPush), median(withoutPush), median(exits))
+    }
+
+    /// Concurrent cold dose-record invocations against an empty token cache: how many OAuth mints.
+    func concurrentColdMints(invocations: Int) throws -> Int {
+        let emulator = try InProcessEmulator.start(delayMilliseconds: 50)
+        let connection = try PostgresConnection(url: databaseURL)
+        let events = try (0..<invocations).map { _ in
+            let pushed = try patient(withDevice: true, connection: connection)
+            return try doseEvent(token: pushed.token, medication: pushed.medication)
+        }
+        connection.close()
+        let environment = environment(emulator)
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: invocations) { index in
+            if (try? runDose(events[index], environment: environment)) == nil { failures.withLock { $0 += 1 } }
+        }
+        guard failures.withLock({ $0 }) == 0 else { throw BenchmarkError("a cold invocation failed") }
+        let semaphore = DispatchSemaphore(value: 0)
+        let mints = Mutex(0)
+        Task {
+            let count = await emulator.state.mints
+            mints.withLock { $0 = count }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        return mints.withLock { $0 }
+    }
+
+    /// Peak resident memory of each function for one invocation (GNU time's %M), in KiB.
+    func peakRSS() throws -> [(function: String, kilobytes: Int)] {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else { return [] }
+        let connection = try PostgresConnection(url: databaseURL)
+        let pushed = try patient(withDevice: false, connection: connection)
+        connection.close()
+        let event = try doseEvent(token: pushed.token, medication: pushed.medication)
+        var rows: [(String, Int)] = []
+        for function in ["push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record"] {
+            let result = try ChildProcess.run(
+                executable: URL(fileURLWithPath: "/usr/bin/time"),
+                arguments: ["-f", "rss=%M", binDirectory.appendingPathComponent(function).path],
+                environment: environment(nil), input: event)
+            let text = String(decoding: result.standardError, as: UTF8.self)
+            if let line = text.split(separator: "\n").last(where: { $0.hasPrefix("rss=") }), let value = Int(line.dropFirst(4)) {
+                rows.append((function, value))
+            }
+        }
+        return rows
+    }
+
+    private func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+}
