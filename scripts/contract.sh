@@ -22,21 +22,9 @@ CAREGIVER_TOKEN=$("$bin/runner" token)
 PATIENT_TOKEN=$(python3 Tests/Contract/patient_session.py)
 export CAREGIVER_TOKEN PATIENT_TOKEN
 
-workdir=$(mktemp -d /tmp/caregiver-push-contract.XXXXXX)
-"$bin/runner" serve --port 0 --mode warm --fcm-emulator --functions infra/functions.json --bin-dir "$bin" \
-    >"$workdir/serve.out" 2>"$workdir/serve.err" &
-runner_pid=$!
-stop_runner() {
-    kill -TERM "$runner_pid" 2>/dev/null || true
-    wait "$runner_pid" 2>/dev/null || true
-    rm -rf "$workdir"
-}
-trap stop_runner EXIT
-for _ in $(seq 1 200); do
-    grep -q listening "$workdir/serve.out" 2>/dev/null && break
-    sleep 0.1
-done
-port=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$workdir/serve.out")
+source scripts/runner-lib.sh
+start_runner "$(mktemp -d /tmp/caregiver-push-contract.XXXXXX)" "$bin/runner" --mode warm --fcm-emulator \
+    --functions infra/functions.json --bin-dir "$bin"
 # A fixed seed keeps the gate deterministic; run `st run` without it locally to explore further.
 (cd infra/contract && python3 -m schemathesis.cli run ../openapi.yaml --url "http://127.0.0.1:$port" --checks all \
     --seed "${SCHEMATHESIS_SEED:-20261122}" --no-color)

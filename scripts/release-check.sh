@@ -19,20 +19,9 @@ cat >"$workdir/functions.json" <<'JSON'
 {"functions": [{"name": "push-register", "method": "POST", "path": "/api/push/register", "timeoutSeconds": 15, "memoryMB": 128, "concurrency": 2}]}
 JSON
 export SUPABASE_JWT_SECRET="release-check-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-"$bin/runner" serve --port 0 --mode warm --warm-workers 1 --functions "$workdir/functions.json" --bin-dir "$workdir" \
-    >"$workdir/serve.out" 2>"$workdir/serve.err" &
-runner_pid=$!
-cleanup() {
-    kill -TERM "$runner_pid" 2>/dev/null || true
-    wait "$runner_pid" 2>/dev/null || true
-    rm -rf "$workdir"
-}
-trap cleanup EXIT
-for _ in $(seq 1 200); do
-    grep -q listening "$workdir/serve.out" 2>/dev/null && break
-    sleep 0.1
-done
-port=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$workdir/serve.out")
+source scripts/runner-lib.sh
+start_runner "$workdir" "$bin/runner" --mode warm --warm-workers 1 --functions "$workdir/functions.json" \
+    --bin-dir "$workdir"
 token=$("$bin/runner" token)
 answer=$(curl -s -w '\n%{http_code}' -X POST "http://127.0.0.1:$port/api/push/register" \
     -H "authorization: Bearer $token" -H 'content-type: application/json' \

@@ -110,14 +110,21 @@ struct RunnerServeTests {
         #expect(try server.request("POST", "/test/slow", headers: ["content-type": "application/json"], body: "{}").status == 200)
     }
 
+    /// Makes the emulator answer after 1.5 s, then records the household's 07:00 dose as its patient.
+    static func recordWithSlowFCM(_ server: RunnerServer, _ household: RecordingPushTests.Household) throws
+        -> RunnerClient.Answer
+    {
+        #expect(try server.post("/_emulator/fcm/config", bearer: nil, body: ["delayMs": .number(1500)]).status == 200)
+        return try server.post(
+            "/api/dose-records", bearer: household.patientToken,
+            body: ["medicationId": .string(household.morning[0].uuidString), "scheduledAt": .string(TokyoDay.instant(household.date, "07:00"))])
+    }
+
     @Test("the response of dose-record arrives before its push reaches a slow FCM", arguments: modes)
     func responseBeforePush(mode: String) throws {
         let server = try Self.server(mode)
         let household = try RecordingPushTests.household(devicesPerCaregiver: [1])
-        #expect(try server.post("/_emulator/fcm/config", bearer: nil, body: ["delayMs": .number(1500)]).status == 200)
-        let dose = try server.post(
-            "/api/dose-records", bearer: household.patientToken,
-            body: ["medicationId": .string(household.morning[0].uuidString), "scheduledAt": .string(TokyoDay.instant(household.date, "07:00"))])
+        let dose = try Self.recordWithSlowFCM(server, household)
         let answeredAt = Date()
         #expect(dose.status == 200)
         var delivered: JSONValue?
@@ -135,10 +142,7 @@ struct RunnerServeTests {
     func drainOnSigterm(mode: String) throws {
         let server = try Self.server(mode)
         let household = try RecordingPushTests.household(devicesPerCaregiver: [1])
-        #expect(try server.post("/_emulator/fcm/config", bearer: nil, body: ["delayMs": .number(1500)]).status == 200)
-        let dose = try server.post(
-            "/api/dose-records", bearer: household.patientToken,
-            body: ["medicationId": .string(household.morning[0].uuidString), "scheduledAt": .string(TokyoDay.instant(household.date, "07:00"))])
+        let dose = try Self.recordWithSlowFCM(server, household)
         #expect(dose.status == 200)
         #expect(server.stop(signal: SIGTERM) == 0)
         let statuses = try TestDatabase.with { connection in
