@@ -59,8 +59,8 @@ do {
         ## push-register through the runner
 
         Median of 30 sequential requests (after one untimed request), the same database, the same run. Ratio: against
-        the direct stdin invocation, which pays a process start and a database connection per request, as a cold
-        function does.
+        the direct stdin invocation (timed to stdout's EOF), which pays a process start and a database connection per
+        request, as a cold function does.
 
         | path | median ms | × direct stdin |
         |---|---:|---:|
@@ -68,6 +68,30 @@ do {
         """
     for row in runner {
         report += String(format: "| %@ | %.1f | %.2f |\n", row.path, row.medianMilliseconds, row.medianMilliseconds / direct)
+    }
+    let floors = FloorBenchmark(
+        databaseURL: databaseURL, pgbench: environment["BENCH_PGBENCH"], trivialBinary: environment["BENCH_TRIVIAL_BINARY"])
+    if let pgbench = try floors.pgbenchConnectPerTransaction(transactions: 200),
+        let trivial = try floors.trivialProcessStart(runs: 30)
+    {
+        report += String(
+            format: """
+
+                ## Cold push-register against its floors
+
+                The direct stdin invocation above against what no cold function can beat, in the same run: the same
+                register transaction through `pgbench -C` (a new connection per transaction; average of 200), and
+                starting a trivial statically linked C program until its stdout closes (median of 30, same harness).
+
+                | | ms | push-register is × this |
+                |---|---:|---:|
+                | pgbench -C, register transaction | %.2f | %.1f |
+                | trivial static process start | %.2f | %.1f |
+                | both floors together | %.2f | %.1f |
+                | push-register, stdin (from above) | %.1f | 1.0 |
+
+                """, pgbench, direct / pgbench, trivial, direct / trivial, pgbench + trivial, direct / (pgbench + trivial),
+            direct)
     }
     let functions = FunctionBenchmarks(binDirectory: binDirectory, databaseURL: databaseURL)
     let latency = try functions.responseVersusPush(runs: 5)
