@@ -51,11 +51,11 @@ public enum ChildProcess {
         let stdoutReader = stdoutPipe.fileHandleForReading
         let stderrReader = stderrPipe.fileHandleForReading
         let stdinWriter = stdinPipe.fileHandleForWriting
-        DispatchQueue.global().async(group: group) {
+        blockingThread(group: group) {
             let data = stdoutReader.readDataToEndOfFile()
             collected.finishStandardOutput(data)
         }
-        DispatchQueue.global().async(group: group) {
+        blockingThread(group: group) {
             while true {
                 let chunk = stderrReader.availableData
                 if chunk.isEmpty { break }
@@ -63,7 +63,7 @@ public enum ChildProcess {
                 if forwardStandardError { FileHandle.standardError.write(chunk) }
             }
         }
-        DispatchQueue.global().async(group: group) {
+        blockingThread(group: group) {
             // A child that exits without reading its input makes this write fail (EPIPE); that is its business.
             try? stdinWriter.write(contentsOf: input)
             try? stdinWriter.close()

@@ -72,11 +72,11 @@ public final class FunctionProcess: Sendable {
         if let early { handle.finish(exitStatus: early) }
 
         let stdoutReader = stdoutPipe.fileHandleForReading
-        DispatchQueue.global().async {
+        blockingThread {
             handle.finish(standardOutput: stdoutReader.readDataToEndOfFile())
         }
         let stderrReader = stderrPipe.fileHandleForReading
-        DispatchQueue.global().async {
+        blockingThread {
             var buffer = Data()
             while true {
                 let chunk = stderrReader.availableData
@@ -91,7 +91,7 @@ public final class FunctionProcess: Sendable {
         }
         if let input {
             let writer = stdinPipe.fileHandleForWriting
-            DispatchQueue.global().async {
+            blockingThread {
                 try? writer.write(contentsOf: input)
                 try? writer.close()
             }
