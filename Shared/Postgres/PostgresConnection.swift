@@ -46,8 +46,15 @@ public final class PostgresConnection {
     }
 
     /// Whether the connection is still usable (checked before reusing it for another invocation).
+    ///
+    /// A server that was restarted, or that ended the session, has closed the socket, but libpq only notices when
+    /// it next reads. Reading what is pending here (non-blocking: libpq's socket always is) lets a warm process see
+    /// that and reconnect, instead of failing its first request after the database came back.
     public var isOpen: Bool {
         guard let handle else { return false }
+        if PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE {
+            _ = PQconsumeInput(handle)
+        }
         return PQstatus(handle) == CONNECTION_OK
     }
 

@@ -24,6 +24,15 @@ extension PushDispatcher {
             Delivery(claim: claim, body: DoseTakenMessage.json(for: event, displayName: displayName, deviceToken: claim.token))
         }
         var report = Report()
+        /// Ends every claimed delivery as FAILED when nothing can be sent at all: no row stays SENDING.
+        func failAll(_ reason: String) -> Report {
+            for index in deliveries.indices {
+                deliveries[index].status = "FAILED"
+                deliveries[index].lastError = reason
+            }
+            record(deliveries, connection: connection, logger: logger, report: &report)
+            return report
+        }
         let accessToken: String
         do {
             accessToken = try provider.accessToken(
@@ -31,19 +40,14 @@ extension PushDispatcher {
                 logger: logger)
         } catch {
             logger.error("push failed: no FCM access token", metadata: ["error": .string(String(describing: error))])
-            for index in deliveries.indices {
-                deliveries[index].status = "FAILED"
-                deliveries[index].lastError = "access token unavailable"
-            }
-            record(deliveries, connection: connection, logger: logger, report: &report)
-            return report
+            return failAll("access token unavailable")
         }
         let client: HTTPClient
         do {
             client = try HTTPClient()
         } catch {
             logger.error("push failed: HTTP client unavailable")
-            return report
+            return failAll("HTTP client unavailable")
         }
         let url = "\(configuration.fcmAPIBaseURL)/v1/projects/\(provider.account.projectID)/messages:send"
         var currentToken = accessToken
