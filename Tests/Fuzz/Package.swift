@@ -39,7 +39,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
-        )
+        ),
     ]
         + harnesses.map {
             .executableTarget(name: $0.target, dependencies: ["FuzzChecks", "CLibFuzzer"], swiftSettings: strict)

@@ -69,22 +69,28 @@ struct FuzzSeeds {
         let otherPayload = Base64URL.encode(Array(json(.object(claims(["sub": .string(UUID().uuidString)]))).utf8))
         return [
             "valid-hs256.jwt": valid,
-            "valid-hs256-own-kid.jwt": try JWTSigner.sign(header: ["kid": .string("legacy")], claims: claims(), using: secret),
+            "valid-hs256-own-kid.jwt": try JWTSigner.sign(
+                header: ["kid": .string("legacy")], claims: claims(), using: secret),
             "valid-rs256.jwt": try JWTSigner.sign(claims: claims(), using: rsa),
             "valid-es256.jwt": try JWTSigner.sign(claims: claims(), using: .ec(ecKey, kid: ecKeyID)),
             "valid-aud-array-nbf.jwt": try JWTSigner.sign(
                 claims: claims(["aud": .array([.string("other"), .string("authenticated")]), "nbf": .number(now - 10)]),
                 using: secret),
             "rejected-expired.jwt": try JWTSigner.sign(claims: claims(["exp": .number(now - 60)]), using: secret),
-            "rejected-not-yet-valid.jwt": try JWTSigner.sign(claims: claims(["nbf": .number(now + 600)]), using: secret),
-            "rejected-wrong-issuer.jwt": try JWTSigner.sign(claims: claims(["iss": .string("https://x")]), using: secret),
+            "rejected-not-yet-valid.jwt": try JWTSigner.sign(
+                claims: claims(["nbf": .number(now + 600)]), using: secret),
+            "rejected-wrong-issuer.jwt": try JWTSigner.sign(
+                claims: claims(["iss": .string("https://x")]), using: secret),
             "rejected-anonymous.jwt": try JWTSigner.sign(claims: claims(["is_anonymous": .bool(true)]), using: secret),
             "rejected-bad-sub.jwt": try JWTSigner.sign(claims: claims(["sub": .string("not-a-uuid")]), using: secret),
             "rejected-unknown-kid.jwt": try JWTSigner.sign(claims: claims(), using: .rsa(rsaKey, kid: "unknown")),
             "rejected-tampered-payload.jwt": [validParts[0], otherPayload, validParts[2]].joined(separator: "."),
-            "rejected-alg-none.jwt": [Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)), validParts[1], "AA"]
-                .joined(separator: "."),
-            "rejected-crit.jwt": try JWTSigner.sign(header: ["crit": .array([.string("exp")])], claims: claims(), using: secret),
+            "rejected-alg-none.jwt": [
+                Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)), validParts[1], "AA",
+            ]
+            .joined(separator: "."),
+            "rejected-crit.jwt": try JWTSigner.sign(
+                header: ["crit": .array([.string("exp")])], claims: claims(), using: secret),
             "rejected-alg-mismatch.jwt": try JWTSigner.sign(
                 headerJSON: Array(#"{"alg":"HS256","kid":"\#(rsaKeyID)"}"#.utf8),
                 payloadJSON: Array(json(.object(claims())).utf8), using: secret),
@@ -93,7 +99,9 @@ struct FuzzSeeds {
                 payloadJSON: Array(
                     #"{"aud":"authenticated","exp":\#(Int(now) + 3600),"iss":"\#(FuzzFixture.issuer)","role":"authenticated","#
                         .utf8)
-                    + Array(#""sub":"\#(FuzzFixture.caregiverID.uuidString.lowercased())","sub":"\#(UUID().uuidString)"}"#.utf8),
+                    + Array(
+                        #""sub":"\#(FuzzFixture.caregiverID.uuidString.lowercased())","sub":"\#(UUID().uuidString)"}"#
+                            .utf8),
                 using: secret),
         ]
     }
@@ -135,17 +143,35 @@ struct FuzzSeeds {
     static func validatorInputs() -> [String: [UInt8]] {
         let patient = FuzzFixture.patientID.uuidString.lowercased()
         let bodies: [(String, UInt8, String)] = [
-            ("push-register", 0x00, #"{"token":"fuzz-device:token_1","platform":"ios","environment":"DEV","installationId":"install-1"}"#),
+            (
+                "push-register", 0x00,
+                #"{"token":"fuzz-device:token_1","platform":"ios","environment":"DEV","installationId":"install-1"}"#
+            ),
             ("push-register-invalid", 0x00, #"{"token":"bad token","platform":"android","environment":"dev"}"#),
             ("push-unregister", 0x01, #"{"token":"fuzz-device:token_1"}"#),
-            ("dose-record-caregiver", 0x02, #"{"patientId":"\#(patient)","medicationId":"\#(medicationID)","scheduledAt":"2025-06-15T08:00:00+09:00","takenAt":"2025-06-15T08:05:00.5Z"}"#),
-            ("dose-record-patient", 0x0A, #"{"medicationId":"\#(medicationID)","scheduledAt":"2025-06-15T08:00:00+09:00"}"#),
+            (
+                "dose-record-caregiver", 0x02,
+                #"{"patientId":"\#(patient)","medicationId":"\#(medicationID)","scheduledAt":"2025-06-15T08:00:00+09:00","takenAt":"2025-06-15T08:05:00.5Z"}"#
+            ),
+            (
+                "dose-record-patient", 0x0A,
+                #"{"medicationId":"\#(medicationID)","scheduledAt":"2025-06-15T08:00:00+09:00"}"#
+            ),
             ("slot-bulk-record-caregiver", 0x03, #"{"patientId":"\#(patient)","date":"2025-06-15","slot":"morning"}"#),
-            ("slot-bulk-record-patient", 0x0B, #"{"date":"2025-06-16","slot":"bedtime","takenAt":"2025-06-16T00:01:00+09:00"}"#),
-            ("prn-record-caregiver-key", 0x14, #"{"patientId":"\#(patient)","medicationId":"\#(medicationID)","quantity":2}"#),
+            (
+                "slot-bulk-record-patient", 0x0B,
+                #"{"date":"2025-06-16","slot":"bedtime","takenAt":"2025-06-16T00:01:00+09:00"}"#
+            ),
+            (
+                "prn-record-caregiver-key", 0x14,
+                #"{"patientId":"\#(patient)","medicationId":"\#(medicationID)","quantity":2}"#
+            ),
             ("prn-record-patient-bad-key", 0x2C, #"{"medicationId":"\#(medicationID)","quantity":1e1,"takenAt":null}"#),
             ("duplicate-member", 0x01, #"{"token":"a","token":"b"}"#),
-            ("escapes", 0x00, #"{"token":"\u0041\ud83d\ude00","platform":"\u0069os","environment":"PROD","x":[1,-0.5e-3,true,null,{}]}"#),
+            (
+                "escapes", 0x00,
+                #"{"token":"\u0041\ud83d\ude00","platform":"\u0069os","environment":"PROD","x":[1,-0.5e-3,true,null,{}]}"#
+            ),
         ]
         return Dictionary(uniqueKeysWithValues: bodies.map { ("\($0.0).bin", [$0.1] + Array($0.2.utf8)) })
     }

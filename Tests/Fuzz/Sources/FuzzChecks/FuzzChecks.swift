@@ -43,7 +43,7 @@ public enum FuzzFixture {
 ///
 /// Invariants: the response always comes back (no crash, no trap) with one of the statuses the envelope and the
 /// validators produce — never a 500, since configuration is complete and nothing can fail; `x-request-id` is
-/// short and printable, `cache-control` is `no-store`; a problem is `application/problem+json` whose body
+/// short and printable, and is the event's own id when it has a usable one; `cache-control` is `no-store`; a problem is `application/problem+json` whose body
 /// repeats the status and has a `/problems/…` type, a title and a detail (405 also `Allow: POST`, a validation
 /// 422 at least one field error); a success is `{"ok":true}`; and the host can serialise the response.
 public enum EnvelopeCheck {
@@ -69,9 +69,17 @@ public enum EnvelopeCheck {
         }
         guard outcome.afterResponse == nil else { throw InvariantViolation("post-response work without a database") }
         guard response.headers["cache-control"] == "no-store" else { throw InvariantViolation("no cache-control") }
-        guard let requestID = response.headers["x-request-id"], !requestID.isEmpty, requestID.utf8.count <= 128,
-            requestID.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
-        else { throw InvariantViolation("x-request-id missing, too long or not printable") }
+        guard let requestID = response.headers["x-request-id"], isUsableRequestID(requestID) else {
+            throw InvariantViolation("x-request-id missing, too long or not printable")
+        }
+        // The README's contract: the event's requestContext.requestId when usable, else its x-request-id header.
+        if let event = try? JSONDecoder().decode(APIGatewayV2Request.self, from: Data(event)),
+            let expected = [event.requestContext?.requestId, event.headerValue("x-request-id")]
+                .compactMap({ $0 }).first(where: isUsableRequestID),
+            requestID != expected
+        {
+            throw InvariantViolation("x-request-id is not the event's request id")
+        }
         guard let body = try? JSONValue.parse(response.body), body.objectValue != nil else {
             throw InvariantViolation("status \(status): the body is not a JSON object")
         }
@@ -87,6 +95,12 @@ public enum EnvelopeCheck {
         guard let line = try? encoder.encode(response), (try? JSONValue.parse(Array(line))) != nil else {
             throw InvariantViolation("the response cannot be written as the host writes it")
         }
+    }
+
+    /// Short, printable, and safe inside a quoted log field.
+    private static func isUsableRequestID(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 128
+            && value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
     }
 
     private static func checkProblem(
@@ -178,9 +192,9 @@ enum FuzzRoute: CaseIterable {
         case .pushRegister:
             let registration = try PushRegister.validate(body)
             require(Self.isDeviceToken(registration.token), "token is 1–4096 token characters")
+            let installationID = Array((registration.installationID ?? "absent").utf8)
             require(
-                registration.installationID.map { (1...128).contains($0.utf8.count) && $0.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } }
-                    ?? true,
+                (1...128).contains(installationID.count) && installationID.allSatisfy { $0 > 0x20 && $0 < 0x7F },
                 "installationId is 1–128 printable characters")
         case .pushUnregister:
             require(Self.isDeviceToken(try PushUnregister.validate(body)), "token is 1–4096 token characters")
@@ -234,7 +248,8 @@ public enum ValidatorCheck {
         do {
             let body = try RequestBody(request)
             try checkRoundTrip(body)
-            let broken = try route.validate(body, idempotencyKey: idempotencyKey, principal: principal, now: FuzzFixture.now)
+            let broken = try route.validate(
+                body, idempotencyKey: idempotencyKey, principal: principal, now: FuzzFixture.now)
             guard broken.isEmpty else {
                 throw InvariantViolation("\(route): accepted, but broke: \(broken.joined(separator: "; "))")
             }
@@ -244,7 +259,8 @@ public enum ValidatorCheck {
             }
             let named = Set((problem.errors ?? []).map(\.field))
             guard named.isSubset(of: route.fields) else {
-                throw InvariantViolation("\(route): a 422 names unknown fields \(named.subtracting(route.fields).sorted())")
+                throw InvariantViolation(
+                    "\(route): a 422 names unknown fields \(named.subtracting(route.fields).sorted())")
             }
             if problem.type == "/problems/validation", problem.errors?.isEmpty != false {
                 throw InvariantViolation("\(route): a validation problem without field errors")

@@ -7,7 +7,7 @@ import Synchronization
 /// because a global must be `Sendable` and the check (OpenSSL handles) is not; libFuzzer calls from one thread.
 let tokenCheck = Mutex<TokenCheck?>(loadTokenCheck())
 
-func loadTokenCheck() -> TokenCheck? {
+private func loadTokenCheck() -> TokenCheck? {
     // Tests/Fuzz/Sources/FuzzTokenVerifier/Harness.swift → Tests/Fuzz
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
