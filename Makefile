@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test bench release build deps db-start db-stop migrate format lint clean
+.PHONY: dev test bench release build deps db-start db-stop migrate format lint clean fuzz
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -12,6 +12,11 @@ test:
 ## make bench: release build, throwaway PostgreSQL, benchmarks written to docs/benchmarks.md.
 bench:
 	scripts/bench.sh
+
+## make fuzz: build the libFuzzer harnesses (Tests/Fuzz) with -sanitize=fuzzer,address into .build-fuzz and run each
+## for FUZZ_SECONDS (default 60); non-zero exit and the artifact path when one finds a crash or a broken invariant.
+fuzz: deps
+	scripts/fuzz.sh
 
 ## make release: static (--static-swift-stdlib) release builds and one Lambda zip per function in dist/lambda/.
 release: deps

@@ -12,23 +12,18 @@ public struct DoseRecord: Endpoint {
 
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
         let principal = try Authenticator(configuration: context.configuration).authenticate(request, context: context)
-        var fields = FieldValidator(try RequestBody(request))
-        let requestedPatient = fields.patientID(for: principal)
-        let medicationID = fields.uuid("medicationId", required: true)
-        let scheduledAt = fields.instant("scheduledAt", required: true)
-        let takenAt = fields.takenAt(now: context.now)
-        try fields.finish()
-        guard let medicationID, let scheduledAt else { throw Problem.validation(fields.errors) }
+        let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
+        let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
 
         let connection = try context.database.connection()
-        let access = try PatientAccess.resolve(principal, requestedPatientID: requestedPatient, connection: connection)
+        let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
         let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
-        try Self.checkSchedule(medication, scheduledAt: scheduledAt.date, now: context.now, connection: connection)
+        try Self.checkSchedule(medication, scheduledAt: scheduledAt, now: context.now, connection: connection)
 
         let inserted = try connection.query(
             """
             INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
-            VALUES (\(access.patientID), \(medicationID), \(scheduledAt.date), \(takenAt.date), \(access.role.rawValue),
+            VALUES (\(access.patientID), \(medicationID), \(scheduledAt), \(takenAt), \(access.role.rawValue),
                     \(access.recorderID))
             ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
             RETURNING id, taken_at
@@ -40,13 +35,13 @@ public struct DoseRecord: Endpoint {
                 """
                 SELECT id, taken_at FROM dose_records
                 WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
-                  AND scheduled_at = \(scheduledAt.date)
+                  AND scheduled_at = \(scheduledAt)
                 """
             ).single
         guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
         let (recordID, recordedTakenAt) = try row.decode((UUID, Date).self)
         let record = DoseRecordBody(
-            id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt.date,
+            id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
             takenAt: recordedTakenAt, recordingGroupID: nil)
         let updatedCount = inserted == nil ? 0 : 1
         context.logger.info(
@@ -58,6 +53,30 @@ public struct DoseRecord: Endpoint {
         return EndpointResponse(
             body: RecordResponse(record: record, updatedCount: updatedCount),
             afterResponse: updatedCount > 0 ? PushDispatcher.afterResponse(event) : nil)
+    }
+
+    /// A body that passed validation.
+    struct Fields: Equatable {
+        /// Absent when a patient records for itself.
+        let patientID: UUID?
+        let medicationID: UUID
+        let scheduledAt: Date
+        /// The body's `takenAt`, or now when it has none.
+        let takenAt: Date
+    }
+
+    /// Checks every field and reports all invalid ones at once (422). Kept apart from `handle` so that the whole
+    /// of body validation runs, and can be exercised (fuzzed), without a database.
+    static func validate(_ body: RequestBody, principal: Principal, now: Date) throws(Problem) -> Fields {
+        var fields = FieldValidator(body)
+        let patientID = fields.patientID(for: principal)
+        let medicationID = fields.uuid("medicationId", required: true)
+        let scheduledAt = fields.instant("scheduledAt", required: true)
+        let takenAt = fields.takenAt(now: now)
+        try fields.finish()
+        guard let medicationID, let scheduledAt else { throw .validation(fields.errors) }
+        return Fields(
+            patientID: patientID, medicationID: medicationID, scheduledAt: scheduledAt.date, takenAt: takenAt.date)
     }
 
     /// Not PRN, active on the dose's Tokyo date, `scheduledAt` one of its schedule times, the date not after today.

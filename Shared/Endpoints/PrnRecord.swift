@@ -14,19 +14,12 @@ public struct PrnRecord: Endpoint {
 
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
         let principal = try Authenticator(configuration: context.configuration).authenticate(request, context: context)
-        let body = try RequestBody(request)
-        var fields = FieldValidator(body)
-        let requestedPatient = fields.patientID(for: principal)
-        let medicationID = fields.uuid("medicationId", required: true)
-        let takenAt = fields.takenAt(now: context.now)
-        let quantity = fields.quantity()
-        var idempotencyKey: UUID?
-        if let header = request.header("idempotency-key") {
-            idempotencyKey = UUID(uuidString: header.trimmingCharacters(in: .whitespaces))
-            if idempotencyKey == nil { fields.reject("Idempotency-Key", "Idempotency-Key must be a UUID") }
-        }
-        try fields.finish()
-        guard let medicationID else { throw Problem.validation(fields.errors) }
+        let fields = try Self.validate(
+            RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
+            now: context.now)
+        let (medicationID, takenAt, quantity, idempotencyKey) = (
+            fields.medicationID, fields.takenAt, fields.quantity, fields.idempotencyKey
+        )
         // What "the same request" means for the key: the fields as sent (an omitted takenAt matches an omitted one).
         let fingerprint = SHA256.hexPrefix(
             of: "medicationId=\(medicationID.uuidString.lowercased())|quantity=\(quantity.sent.map(String.init) ?? "-")"
@@ -34,7 +27,7 @@ public struct PrnRecord: Endpoint {
             length: 64)
 
         let connection = try context.database.connection()
-        let access = try PatientAccess.resolve(principal, requestedPatientID: requestedPatient, connection: connection)
+        let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
         if let idempotencyKey, let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection) {
             return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
         }
@@ -69,6 +62,40 @@ public struct PrnRecord: Endpoint {
             takenAt: takenAt.date, withinTime: false, actingCaregiverID: access.actingCaregiverID)
         return EndpointResponse(
             body: RecordResponse(record: record.record, updatedCount: 1), afterResponse: PushDispatcher.afterResponse(event))
+    }
+
+    /// A body (and `Idempotency-Key`) that passed validation.
+    struct Fields {
+        /// Absent when a patient records for itself.
+        let patientID: UUID?
+        let medicationID: UUID
+        /// The body's `takenAt` (or now) and its text as sent, for the idempotency fingerprint.
+        let takenAt: (date: Date, text: String?)
+        let quantity: (value: Int, sent: Int?)
+        let idempotencyKey: UUID?
+    }
+
+    /// Checks every field and the `Idempotency-Key` header, and reports all invalid ones at once (422). Kept apart
+    /// from `handle` so that the whole of request validation runs, and can be exercised (fuzzed), without a
+    /// database.
+    static func validate(
+        _ body: RequestBody, idempotencyKey header: String?, principal: Principal, now: Date
+    ) throws(Problem) -> Fields {
+        var fields = FieldValidator(body)
+        let patientID = fields.patientID(for: principal)
+        let medicationID = fields.uuid("medicationId", required: true)
+        let takenAt = fields.takenAt(now: now)
+        let quantity = fields.quantity()
+        var idempotencyKey: UUID?
+        if let header {
+            idempotencyKey = UUID(uuidString: header.trimmingCharacters(in: .whitespaces))
+            if idempotencyKey == nil { fields.reject("Idempotency-Key", "Idempotency-Key must be a UUID") }
+        }
+        try fields.finish()
+        guard let medicationID else { throw .validation(fields.errors) }
+        return Fields(
+            patientID: patientID, medicationID: medicationID, takenAt: takenAt, quantity: quantity,
+            idempotencyKey: idempotencyKey)
     }
 
     /// The record an earlier request with this key created, with its fingerprint.

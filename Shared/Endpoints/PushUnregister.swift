@@ -13,15 +13,21 @@ public struct PushUnregister: Endpoint {
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
         let caregiverID = try Authenticator(configuration: context.configuration)
             .authenticate(request, context: context).requireCaregiver()
-        var fields = FieldValidator(try RequestBody(request))
-        let token = fields.deviceToken()
-        try fields.finish()
-        guard let token else { throw Problem.validation(fields.errors) }
+        let token = try Self.validate(RequestBody(request))
         let disabled = try PushDeviceRegistry(connection: context.database.connection())
             .unregister(token: token, caregiverID: caregiverID)
         context.logger.info(
             "push device unregistered",
             metadata: ["push.token_hash": .string(SHA256.hexPrefix(of: token)), "push.disabled": .stringConvertible(disabled)])
         return EndpointResponse(body: OKBody())
+    }
+
+    /// Checks the body (422 when `token` is missing or invalid) and returns the device token.
+    static func validate(_ body: RequestBody) throws(Problem) -> String {
+        var fields = FieldValidator(body)
+        let token = fields.deviceToken()
+        try fields.finish()
+        guard let token else { throw .validation(fields.errors) }
+        return token
     }
 }

@@ -15,21 +15,11 @@ public struct SlotBulkRecord: Endpoint {
 
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
         let principal = try Authenticator(configuration: context.configuration).authenticate(request, context: context)
-        var fields = FieldValidator(try RequestBody(request))
-        let requestedPatient = fields.patientID(for: principal)
-        let date = fields.string("date", required: true, invalidMessage: "date must be a date (YYYY-MM-DD)") {
-            LocalDate($0) != nil
-        }.flatMap(LocalDate.init)
-        let slot = fields.oneOf("slot", Slot.self, message: "slot must be morning, noon, evening or bedtime")
-        let takenAt = fields.takenAt(now: context.now)
-        if let date, DoseRules.isFutureDate(date, now: context.now) {
-            fields.reject("date", "date may not be after today (Asia/Tokyo)")
-        }
-        try fields.finish()
-        guard let date, let slot else { throw Problem.validation(fields.errors) }
+        let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
+        let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
 
         let connection = try context.database.connection()
-        let access = try PatientAccess.resolve(principal, requestedPatientID: requestedPatient, connection: connection)
+        let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
         let groupID = UUID()
         let records = try connection.withTransaction { connection -> [DoseRecordBody] in
             // Identical concurrent requests queue here, so the group is recorded by one of them, whole.
@@ -44,7 +34,7 @@ public struct SlotBulkRecord: Endpoint {
                     INSERT INTO dose_records
                         (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
                          recording_group_id)
-                    VALUES (\(access.patientID), \(dose.medicationID), \(scheduledAt), \(takenAt.date),
+                    VALUES (\(access.patientID), \(dose.medicationID), \(scheduledAt), \(takenAt),
                             \(access.role.rawValue), \(access.recorderID), \(groupID))
                     ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
                     RETURNING id
@@ -54,7 +44,7 @@ public struct SlotBulkRecord: Endpoint {
                     records.append(
                         DoseRecordBody(
                             id: try row.decode(UUID.self, at: 0), patientID: access.patientID,
-                            medicationID: dose.medicationID, scheduledAt: scheduledAt, takenAt: takenAt.date,
+                            medicationID: dose.medicationID, scheduledAt: scheduledAt, takenAt: takenAt,
                             recordingGroupID: groupID))
                 }
             }
@@ -66,8 +56,36 @@ public struct SlotBulkRecord: Endpoint {
             records: records)
         guard !records.isEmpty else { return EndpointResponse(body: response) }
         let event = DoseTakenEvent(
-            patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt.date,
+            patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
             withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
         return EndpointResponse(body: response, afterResponse: PushDispatcher.afterResponse(event))
+    }
+
+    /// A body that passed validation.
+    struct Fields: Equatable {
+        /// Absent when a patient records for itself.
+        let patientID: UUID?
+        let date: LocalDate
+        let slot: Slot
+        /// The body's `takenAt`, or now when it has none.
+        let takenAt: Date
+    }
+
+    /// Checks every field and reports all invalid ones at once (422). Kept apart from `handle` so that the whole
+    /// of body validation runs, and can be exercised (fuzzed), without a database.
+    static func validate(_ body: RequestBody, principal: Principal, now: Date) throws(Problem) -> Fields {
+        var fields = FieldValidator(body)
+        let patientID = fields.patientID(for: principal)
+        let date = fields.string("date", required: true, invalidMessage: "date must be a date (YYYY-MM-DD)") {
+            LocalDate($0) != nil
+        }.flatMap(LocalDate.init)
+        let slot = fields.oneOf("slot", Slot.self, message: "slot must be morning, noon, evening or bedtime")
+        let takenAt = fields.takenAt(now: now)
+        if let date, DoseRules.isFutureDate(date, now: now) {
+            fields.reject("date", "date may not be after today (Asia/Tokyo)")
+        }
+        try fields.finish()
+        guard let date, let slot else { throw .validation(fields.errors) }
+        return Fields(patientID: patientID, date: date, slot: slot, takenAt: takenAt.date)
     }
 }

@@ -1,0 +1,1 @@
+../../Fuzz/Sources/FuzzChecks/FuzzChecks.swift
