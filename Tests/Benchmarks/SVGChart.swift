@@ -68,19 +68,21 @@ struct SVGBarChart {
             text-anchor="middle">\(Self.escape(xLabel))</text>
 
             """
-        // Bars: each category gets an equal slot, 70% of it filled by the group.
+        // Bars: each category gets an equal slot, 70% of it filled by the bars it has (a series with no value there
+        // leaves no gap), centred in the slot.
         let slot = plotWidth / Double(max(categories.count, 1))
-        let barWidth = slot * 0.7 / Double(max(series.count, 1))
         for (index, category) in categories.enumerated() {
+            let present = series.filter { index < $0.values.count && $0.values[index]?.isFinite == true }
+            let barWidth = slot * 0.7 / Double(max(present.count, 1))
             let groupLeft = plotLeft + slot * Double(index) + slot * 0.15
             svg += """
                 <text x="\(Self.number(plotLeft + slot * (Double(index) + 0.5)))" y="\(Self.number(plotBottom + 20))" \
                 font-size="13" fill="#111" text-anchor="middle">\(Self.escape(category))</text>
 
                 """
-            for (seriesIndex, entry) in series.enumerated() {
-                guard index < entry.values.count, let value = entry.values[index], value.isFinite else { continue }
-                let x = groupLeft + barWidth * Double(seriesIndex)
+            for (position, entry) in present.enumerated() {
+                guard let value = entry.values[index] else { continue }
+                let x = groupLeft + barWidth * Double(position)
                 svg += """
                     <rect x="\(Self.number(x))" y="\(Self.number(y(value)))" width="\(Self.number(barWidth - 2))" \
                     height="\(Self.number(plotBottom - y(value)))" fill="\(entry.color)"><title>\(Self.escape(entry.name)), \
@@ -99,6 +101,7 @@ struct SVGBarChart {
                 <text x="\(Self.number(legendX + 17))" y="72" font-size="12" fill="#111">\(Self.escape(entry.name))</text>
 
                 """
+            // An estimate of the text's width at 12 px: no font metrics here.
             legendX += 17 + Double(entry.name.count) * 6.8 + 24
         }
         svg += "</svg>\n"
