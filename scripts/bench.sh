@@ -1,10 +1,41 @@
 #!/usr/bin/env bash
-# `make bench`: release build, a throwaway PostgreSQL, then the benchmarks, which write docs/benchmarks.md.
+# `make bench`: release build, a throwaway PostgreSQL, then the benchmarks, which write docs/benchmarks.md and the
+# charts beside it (docs/benchmarks-*.svg).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 configuration=${BENCH_CONFIGURATION:-release}
+# The fan-out peer: Google's Python Admin SDK, pinned to the version whose private FCM URL the peer script redirects.
+firebase_admin_version=7.7.0
+peer_venv=.build/bench-peer-venv
+
+# Makes (or reuses) the peer's venv and exports BENCH_PEER_PYTHON, or BENCH_PEER_UNAVAILABLE with the reason, which
+# the report prints: an offline machine gets a benchmark without the peer that says so, not a silent gap.
+prepare_peer() {
+    local python="$PWD/$peer_venv/bin/python" log
+    if [ -x "$python" ] && "$python" -c "import sys, firebase_admin; sys.exit(firebase_admin.__version__ != '$firebase_admin_version')" 2>/dev/null; then
+        export BENCH_PEER_PYTHON=$python
+        return
+    fi
+    if ! command -v python3 >/dev/null 2>&1; then
+        export BENCH_PEER_UNAVAILABLE="python3 is not installed, so the firebase-admin venv could not be made"
+        return
+    fi
+    log=$(mktemp /tmp/caregiver-push-bench-peer.XXXXXX)
+    echo "bench: installing firebase-admin==$firebase_admin_version into $peer_venv" >&2
+    if { python3 -m venv --clear "$peer_venv" &&
+        "$peer_venv/bin/pip" install --quiet --disable-pip-version-check --retries 2 --timeout 20 \
+            "firebase-admin==$firebase_admin_version"; } >"$log" 2>&1; then
+        export BENCH_PEER_PYTHON=$python
+    else
+        export BENCH_PEER_UNAVAILABLE="the firebase-admin==$firebase_admin_version venv could not be made ($(grep -v '^\s*$' "$log" | tail -n 1 | tr -d '|`'))"
+        cat "$log" >&2
+    fi
+    rm -f "$log"
+}
+
 if [ "${1:-}" = "--inside" ]; then
+    prepare_peer
     swift build -c "$configuration"
     # The floors: pgbench from the PostgreSQL install, and a trivial static C program.
     BENCH_PGBENCH=$(ls -d /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | sort -V | tail -n 1 || true)
@@ -15,5 +46,7 @@ if [ "${1:-}" = "--inside" ]; then
     export BENCH_PGBENCH BENCH_TRIVIAL_BINARY
     "$(swift build -c "$configuration" --show-bin-path)/bench" docs/benchmarks.md
 else
+    # python3-venv for the peer; when it cannot be installed the venv step fails and the report says why.
+    scripts/install-deps.sh --bench-peer || echo "bench: the peer's Python venv support is missing (see above)" >&2
     exec scripts/with-db.sh "${BENCH_PG_PORT:-25434}" scripts/bench.sh --inside
 fi

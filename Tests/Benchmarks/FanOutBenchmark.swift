@@ -3,18 +3,26 @@ import Foundation
 import Logging
 
 /// Fan-out of one dose event to N devices against an FCM that answers after a fixed delay: how close the
-/// dispatcher comes to one round trip, whatever N.
+/// dispatcher comes to one round trip, whatever N — and, when it can run, Google's Python Admin SDK doing the same
+/// fan-out to the same devices on the same emulator right after ours, for each N.
 struct FanOutBenchmark {
     struct Row {
         let devices: Int
         let medianMilliseconds: Double
         let connections: Int
+        /// Access tokens the emulator minted during our rounds for this N (warm-up included).
+        let mints: Int
+        /// The peer's result for each of `peerAPIs`, in that order; empty when the peer is unavailable.
+        let peers: [FirebaseAdminPeer.Result]
     }
 
     let databaseURL: String
     let deviceCounts: [Int]
     let repetitions: Int
     let delayMilliseconds: Int
+    let peer: FirebaseAdminPeer.Availability
+    /// The SDK's entry points to measure: `send_each` (a thread per message over requests) first.
+    let peerAPIs: [String]
 
     func run() throws -> [Row] {
         let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds)
@@ -31,14 +39,17 @@ struct FanOutBenchmark {
         let dispatcher = PushDispatcher(configuration: configuration, logger: quiet)
         var rows: [Row] = []
         for count in deviceCounts {
-            let patient = try seedHousehold(devices: count, connection: database.connection())
+            let (patient, tokens) = try seedHousehold(devices: count, connection: database.connection())
             var samples: [Double] = []
             var connections = 0
+            var lastEvent: DoseTakenEvent?
+            let mintsBefore = emulator.counts().mints
             // One untimed round first: it mints the access token, which is shared thereafter.
             for round in 0...repetitions {
                 let event = DoseTakenEvent(
                     patientID: patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
                     withinTime: true, actingCaregiverID: nil)
+                lastEvent = event
                 let start = ContinuousClock.now
                 let report = dispatcher.dispatch(event, database: database, push: push)
                 let elapsed = ContinuousClock.now - start
@@ -50,24 +61,43 @@ struct FanOutBenchmark {
                     connections = report.connectionsOpened
                 }
             }
-            rows.append(Row(devices: count, medianMilliseconds: median(samples), connections: connections))
+            let mints = emulator.counts().mints - mintsBefore
+            var peers: [FirebaseAdminPeer.Result] = []
+            if case .available(let sdk) = peer, let lastEvent {
+                // The message our dispatcher sent, for the peer to rebuild with the SDK's own classes.
+                let message = DoseTakenMessage.json(for: lastEvent, displayName: Self.displayName, deviceToken: "")
+                for api in peerAPIs {
+                    peers.append(try sdk.run(emulator: emulator, tokens: tokens, message: message, api: api))
+                }
+            }
+            rows.append(
+                Row(
+                    devices: count, medianMilliseconds: median(samples), connections: connections, mints: mints,
+                    peers: peers))
         }
         return rows
     }
 
-    /// A patient with one linked caregiver owning `devices` enabled DEV devices.
-    private func seedHousehold(devices: Int, connection: PostgresConnection) throws -> UUID {
-        let patient = try connection.query("INSERT INTO patients (display_name) VALUES ('ベンチ') RETURNING id")[0]
-            .decode(UUID.self, at: 0)
+    private static let displayName = "ベンチ"
+
+    /// A patient with one linked caregiver owning `devices` enabled DEV devices, and those devices' tokens.
+    private func seedHousehold(devices: Int, connection: PostgresConnection) throws -> (
+        patient: UUID, tokens: [String]
+    ) {
+        let patient = try connection.query(
+            "INSERT INTO patients (display_name) VALUES (\(Self.displayName)) RETURNING id")[0].decode(UUID.self, at: 0)
         let caregiver = UUID()
         try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
         let registry = PushDeviceRegistry(connection: connection)
+        var tokens: [String] = []
         for _ in 0..<devices {
+            let token = "bench-\(UUID().uuidString)"
             _ = try registry.register(
-                .init(token: "bench-\(UUID().uuidString)", platform: .ios, environment: .development, installationID: nil),
+                .init(token: token, platform: .ios, environment: .development, installationID: nil),
                 caregiverID: caregiver)
+            tokens.append(token)
         }
-        return patient
+        return (patient, tokens)
     }
 }
 

@@ -18,8 +18,11 @@ do {
     try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: Logger(label: "bench"))
     connection.close()
 
+    let peer = FirebaseAdminPeer.Availability.fromEnvironment(environment, repetitions: 5)
+    let peerAPIs = ["send_each", "send_each_async"]
     let fanOut = try FanOutBenchmark(
-        databaseURL: databaseURL, deviceCounts: [1, 10, 100, 500], repetitions: 5, delayMilliseconds: delay
+        databaseURL: databaseURL, deviceCounts: [1, 10, 100, 500], repetitions: 5, delayMilliseconds: delay, peer: peer,
+        peerAPIs: peerAPIs
     ).run()
     let baseline = fanOut[0].medianMilliseconds
 
@@ -47,6 +50,11 @@ do {
             format: "| %d | %.1f | %.2f | %d |\n", row.devices, row.medianMilliseconds, row.medianMilliseconds / baseline,
             row.connections)
     }
+    let docsDirectory = URL(fileURLWithPath: output).deletingLastPathComponent()
+    let fanOutReport = FanOutReport(rows: fanOut, peer: peer, peerAPIs: peerAPIs, delayMilliseconds: delay)
+    report += fanOutReport.markdown(chartFile: "benchmarks-fanout.svg")
+    try fanOutReport.chart().render().write(
+        to: docsDirectory.appendingPathComponent("benchmarks-fanout.svg"), atomically: true, encoding: .utf8)
     let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
     var functionEnvironment = ProcessInfo.processInfo.environment
     functionEnvironment["SUPABASE_JWT_SECRET"] = String(repeating: "r", count: 40)
@@ -71,9 +79,29 @@ do {
     }
     let floors = FloorBenchmark(
         databaseURL: databaseURL, pgbench: environment["BENCH_PGBENCH"], trivialBinary: environment["BENCH_TRIVIAL_BINARY"])
-    if let pgbench = try floors.pgbenchConnectPerTransaction(transactions: 200),
-        let trivial = try floors.trivialProcessStart(runs: 30)
-    {
+    let pgbench = try floors.pgbenchConnectPerTransaction(transactions: 200)
+    let trivial = try floors.trivialProcessStart(runs: 30)
+    // The three paths and, when measured, the two floors, on one axis.
+    var registerLabels = ["stdin (cold)", "runner cold", "runner warm"]
+    var registerValues: [Double?] = runner.map(\.medianMilliseconds)
+    var floorValues: [Double?] = runner.map { _ in nil }
+    if let pgbench, let trivial {
+        registerLabels += ["pgbench -C", "process start"]
+        registerValues += [nil, nil]
+        floorValues += [pgbench, trivial]
+    }
+    try SVGBarChart(
+        title: "push-register: one request, three paths and two floors",
+        subtitle: "Median ms (pgbench: average), the same run and database; lower is better.", xLabel: "path",
+        yLabel: "ms", categories: registerLabels,
+        series: [
+            .init(name: "push-register", color: "#2b6cb0", values: registerValues),
+            .init(name: "floor (what no cold function can beat)", color: "#a0aec0", values: floorValues),
+        ], valueFormat: "%.1f"
+    ).render().write(
+        to: docsDirectory.appendingPathComponent("benchmarks-push-register.svg"), atomically: true, encoding: .utf8)
+    report += "\n![push-register median ms by path, with its floors](benchmarks-push-register.svg)\n"
+    if let pgbench, let trivial {
         report += String(
             format: """
 

@@ -39,6 +39,16 @@ public struct FCMEmulator: Sendable {
     }
 
     static let accessTokenLifetime: TimeInterval = 3599
+    /// The scopes `messages:send` accepts (FCM's REST reference: "one of the following OAuth scopes"). Ours asks for
+    /// `firebase.messaging` alone; the Python Admin SDK asks for `cloud-platform` (among others) and not
+    /// `firebase.messaging`. Either must get a token, or the emulator would refuse Google's own SDK.
+    static let sendScopes: Set<String> = [
+        "https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform",
+    ]
+    /// Google's token endpoint, which google-auth (under the Python Admin SDK) always names as the assertion's `aud`
+    /// whatever the key file's `token_uri`, while it posts to `token_uri`. Google accepts it, so the emulator does,
+    /// beside its own URL (which is what ours names: the key file's `token_uri`).
+    static let googleTokenURL = "https://oauth2.googleapis.com/token"
     static let payloadLimit = 4096
 
     public let account: Account
@@ -104,9 +114,12 @@ public struct FCMEmulator: Sendable {
             publicKey.verify(signature: signature, message: Array("\(parts[0]).\(parts[1])".utf8), algorithm: .rs256)
         else { return "Invalid JWT Signature." }
         guard claims["iss"] == .string(account.clientEmail) else { return "Invalid JWT: iss does not match" }
-        guard claims["scope"]?.stringValue?.split(separator: " ").contains("https://www.googleapis.com/auth/firebase.messaging") == true
-        else { return "Invalid JWT: scope does not include firebase.messaging" }
-        if let tokenURL = await state.tokenURL, claims["aud"] != .string(tokenURL) {
+        guard let scopes = claims["scope"]?.stringValue?.split(separator: " "),
+            scopes.contains(where: { Self.sendScopes.contains(String($0)) })
+        else { return "Invalid JWT: scope does not include firebase.messaging or cloud-platform" }
+        if let tokenURL = await state.tokenURL, claims["aud"] != .string(tokenURL),
+            claims["aud"] != .string(Self.googleTokenURL)
+        {
             return "Invalid JWT: aud does not match \(tokenURL)"
         }
         let now = Date().timeIntervalSince1970
