@@ -52,8 +52,10 @@ public final class PostgresConnection {
     /// that and reconnect, instead of failing its first request after the database came back.
     public var isOpen: Bool {
         guard let handle else { return false }
-        if PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE {
-            _ = PQconsumeInput(handle)
+        // Twice: the first read may only take the server's goodbye (57P01 "terminating connection"), the second
+        // then sees the end of the stream. On a live connection both return at once with nothing read.
+        for _ in 0..<2 where PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE {
+            guard PQconsumeInput(handle) == 1 else { break }
         }
         return PQstatus(handle) == CONNECTION_OK
     }
