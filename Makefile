@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test bench release build deps db-start db-stop migrate format lint clean fuzz
+.PHONY: dev test soak bench release build deps db-start db-stop migrate format lint clean fuzz
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -8,6 +8,10 @@ DEV_DB_URL  := postgresql://postgres@127.0.0.1:$(DEV_PG_PORT)/caregiver_push
 ## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
 test:
 	scripts/test.sh
+
+## make soak: the load and fault suite for LOAD_SECONDS (default 300) each, then wrk on the warm runner.
+soak:
+	scripts/soak.sh
 
 ## make bench: release build, throwaway PostgreSQL, benchmarks written to docs/benchmarks.md.
 bench:

@@ -17,6 +17,11 @@ if [ "${1:-}" = "--bench-peer" ]; then
     python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 fi
 
+# `make soak` only: wrk drives the runner.
+if [ "${1:-}" = "--soak" ]; then
+    command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
