@@ -27,4 +27,5 @@ start_runner "$(mktemp -d /tmp/caregiver-push-contract.XXXXXX)" "$bin/runner" --
     --functions infra/functions.json --bin-dir "$bin"
 # A fixed seed keeps the gate deterministic; run `st run` without it locally to explore further.
 (cd infra/contract && python3 -m schemathesis.cli run ../openapi.yaml --url "http://127.0.0.1:$port" --checks all \
-    --seed "${SCHEMATHESIS_SEED:-20261122}" --no-color)
+    --seed "${SCHEMATHESIS_SEED:-20261122}" --no-color \
+    ${LEAK_CAPTURE_DIR:+--report har --report-har-path "$LEAK_CAPTURE_DIR/schemathesis.har"})

@@ -21,5 +21,9 @@ start_runner() {
 stop_runner() {
     kill -TERM "$runner_pid" 2>/dev/null || true
     wait "$runner_pid" 2>/dev/null || true
+    # make test's leak scan reads what the runner and its functions logged.
+    if [ -n "${LEAK_CAPTURE_DIR:-}" ]; then
+        cp "$runner_workdir/serve.err" "$LEAK_CAPTURE_DIR/$(basename "$0" .sh)-runner.err" 2>/dev/null || true
+    fi
     rm -rf "$runner_workdir"
 }

@@ -7,11 +7,17 @@ cd "$(dirname "$0")/.."
 run_tests() {
     swift build
     FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
-    export FUNCTIONS_BIN_DIR
-    # The contract checks first, so that the Swift suite's summary is the run's last line.
+    # Everything the functions and the runner say during the run is kept here for the leak scan at the end.
+    LEAK_CAPTURE_DIR=$PWD/.build/leak-capture
+    rm -rf "$LEAK_CAPTURE_DIR" && mkdir -p "$LEAK_CAPTURE_DIR"
+    export FUNCTIONS_BIN_DIR LEAK_CAPTURE_DIR
     scripts/contract.sh "$FUNCTIONS_BIN_DIR"
     scripts/release-check.sh
     swift test "$@"
+    # Only a whole run (no filter) has captured enough to judge.
+    if [ "$#" -eq 0 ]; then
+        python3 scripts/leak-scan.py "$LEAK_CAPTURE_DIR"
+    fi
 }
 
 if [ "${1:-}" = "--inside" ]; then

@@ -43,9 +43,10 @@ struct ExecutableTests {
         try #require(
             FileManager.default.isExecutableFile(atPath: executable.path),
             "build the functions first (make test does): \(executable.path)")
-        return Run(
-            result: try ChildProcess.run(
-                executable: executable, arguments: arguments, environment: environment, input: input))
+        let result = try ChildProcess.run(executable: executable, arguments: arguments, environment: environment, input: input)
+        LeakCapture.record(result.standardOutput, source: "\(function) stdout")
+        LeakCapture.record(result.standardError, source: "\(function) stderr")
+        return Run(result: result)
     }
 
     /// Every stderr line is one JSON object with the fields SPEC §2 names.

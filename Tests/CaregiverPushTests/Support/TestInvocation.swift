@@ -90,5 +90,7 @@ func invoke(
     let outcome = handler.invoke(
         eventBytes: Array(event), database: database, push: PushResources(configuration: handler.configuration))
     outcome.afterResponse?()
+    LeakCapture.record(outcome.response.body, source: "\(endpoint.functionName) response")
+    LeakCapture.record(captured.text, source: "\(endpoint.functionName) log")
     return Invocation(response: outcome.response, log: captured.text)
 }
