@@ -13,8 +13,10 @@ public final class HTTPClient {
     /// New connections opened by all transfers so far.
     public private(set) var connectionsOpened = 0
 
+    /// - Parameter maxConnectionsPerHost: HTTP/1.1 connections per host. 100 by default, the pool Google's Admin
+    ///   SDKs keep for FCM: an HTTP/1.1 endpoint (a proxy, the emulator) then gets the parallelism the SDK would use.
     /// - Throws: ``HTTPClientError`` when libcurl cannot create a multi handle.
-    public init(maxConnectionsPerHost: Int = 32) throws(HTTPClientError) {
+    public init(maxConnectionsPerHost: Int = 100) throws(HTTPClientError) {
         CurlGlobal.ensureInitialised()
         guard let multi = curl_multi_init() else { throw HTTPClientError(.setupFailed) }
         self.multi = multi
