@@ -19,8 +19,10 @@ if [ "${1:-}" = "--inside" ]; then
     source scripts/runner-lib.sh
     start_runner "$(mktemp -d /tmp/caregiver-push-soak.XXXXXX)" "$bin/runner" --mode warm --fcm-emulator \
         --functions infra/functions.json --bin-dir "$bin"
-    summary=$(wrk -t2 -c10 -d"${SOAK_WRK_SECONDS:-60}s" --timeout 10s -s scripts/wrk-register.lua \
-        "http://127.0.0.1:$port" | tee /dev/stderr | grep '^wrk:')
+    # (Not `tee /dev/stderr`: reopening stderr truncates it when it is redirected to a file.)
+    report=$(wrk -t2 -c10 -d"${SOAK_WRK_SECONDS:-60}s" --timeout 10s -s scripts/wrk-register.lua "http://127.0.0.1:$port")
+    echo "$report"
+    summary=$(echo "$report" | grep '^wrk:')
     stored=$(psql "$DATABASE_URL" -qAt -c "SELECT count(*) FROM push_devices WHERE owner_id = '$caregiver'")
     echo "soak: $summary stored=$stored"
     python3 - "$summary" "$stored" <<'PY'
