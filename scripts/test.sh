@@ -14,8 +14,15 @@ run_tests() {
     scripts/contract.sh "$FUNCTIONS_BIN_DIR"
     scripts/release-check.sh
     swift test "$@"
-    # Only a whole run (no filter) has captured enough to judge.
+    # Only a whole run (no filter) has captured enough to judge. First the scan must catch a planted token.
     if [ "$#" -eq 0 ]; then
+        planted=$(mktemp -d /tmp/caregiver-push-leak-selftest.XXXXXX)
+        echo '{"msg":"oops","auth":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.c2lnbmF0dXJl"}' >"$planted/planted.log"
+        if python3 scripts/leak-scan.py "$planted" >/dev/null 2>&1; then
+            echo "leak-scan: self-test failed: a planted JWT went unnoticed" >&2
+            exit 1
+        fi
+        rm -rf "$planted"
         python3 scripts/leak-scan.py "$LEAK_CAPTURE_DIR"
     fi
 }
