@@ -66,3 +66,28 @@ struct AccessTokenCacheTests {
         #expect(try fake.mints == 0)
     }
 }
+
+/// The fake's reading of FCM-NOTES' "exactly one target": `token`, or the `fid` newer SDKs send, never both.
+@Suite("FCM emulator targets")
+struct FCMEmulatorTargetTests {
+    @Test("a message with token or fid is delivered; one with both or neither is a 400")
+    func exactlyOneTarget() throws {
+        let fake = try FCMFake()
+        let accessToken = try TestDatabase.with { connection in
+            try AccessTokenCacheTests.provider(fake).accessToken(connection: connection, logger: Logger(label: "t"))
+        }
+        func send(_ message: [String: JSONValue]) -> Int? {
+            let request = HTTPRequest(
+                method: "POST", url: fake.baseURL + "/v1/projects/demo-project/messages:send",
+                headers: [("Authorization", "Bearer \(accessToken)"), ("Content-Type", "application/json")],
+                body: Array(json(["message": .object(message)]).utf8))
+            guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000) else { return nil }
+            return response.status
+        }
+        let token = makeDeviceToken()
+        #expect(send(["token": .string(token)]) == 200)
+        #expect(send(["fid": .string("installation-\(UUID().uuidString)")]) == 200)
+        #expect(send(["token": .string(token), "fid": .string("installation-1")]) == 400)
+        #expect(send(["data": .object(["type": .string("DOSE_TAKEN")])]) == 400)
+    }
+}

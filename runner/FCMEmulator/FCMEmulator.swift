@@ -149,9 +149,10 @@ public struct FCMEmulator: Sendable {
             return Self.answer(
                 FCMErrorScenario.fcmError(403, "PERMISSION_DENIED", "Permission denied on project.", code: "SENDER_ID_MISMATCH"))
         }
-        guard let document = try? JSONValue.parse(bytes), let message = document["message"],
-            let deviceToken = message["token"]?.stringValue, !deviceToken.isEmpty
-        else {
+        // Exactly one target: a registration `token`, or the installation `fid` newer SDKs send (FCM-NOTES).
+        let message = (try? JSONValue.parse(bytes))?["message"]
+        let targets = ["token", "fid"].compactMap { message?[$0]?.stringValue }
+        guard let message, targets.count == 1, let deviceToken = targets.first, !deviceToken.isEmpty else {
             return Self.answer(FCMErrorScenario.invalidPayload(field: "message", description: "Exactly one target is required"))
         }
         let attempt = await state.nextAttempt(for: deviceToken)
