@@ -53,7 +53,8 @@ public final class PostgresConnection {
     public var isOpen: Bool {
         guard let handle else { return false }
         // Twice: the first read may only take the server's goodbye (57P01 "terminating connection"), the second
-        // then sees the end of the stream. On a live connection both return at once with nothing read.
+        // then sees the end of the stream. On a live connection both return at once with nothing read. If the
+        // server's process has not closed the socket yet, the next query fails as `.connectionLost` (a 503).
         for _ in 0..<2 where PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE {
             guard PQconsumeInput(handle) == 1 else { break }
         }

@@ -79,18 +79,50 @@ struct PostgresTests {
         }
     }
 
-    @Test("a terminated backend is connectionLost, and the session reconnects")
+    /// Ends the backend serving `connection` and waits until it has exited, so its goodbye is on the socket.
+    private func terminateBackend(of connection: PostgresConnection) throws {
+        let pid = try connection.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
+        try TestDatabase.with { admin in
+            _ = try admin.query("SELECT pg_terminate_backend(\(pid))")
+            for _ in 0..<200 {
+                if try admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(pid)").isEmpty { return }
+                usleep(10_000)
+            }
+            Issue.record("backend \(pid) still running 2 s after pg_terminate_backend")
+        }
+    }
+
+    @Test("a query on a terminated backend is connectionLost, which counts as unavailable")
     func connectionLost() throws {
+        let connection = try PostgresConnection(url: TestDatabase.url)
+        defer { connection.close() }
+        try terminateBackend(of: connection)
+        #expect {
+            try connection.query("SELECT 1")
+        } throws: { error in
+            (error as? PostgresError)?.code == .connectionLost && (error as? PostgresError)?.isUnavailable == true
+        }
+    }
+
+    @Test("a warm session notices its backend was terminated and reconnects before the next query")
+    func sessionReconnects() throws {
         let session = DatabaseSession(url: TestDatabase.url)
         defer { session.close() }
-        let pid = try session.connection().query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
-        try TestDatabase.with { _ = try $0.query("SELECT pg_terminate_backend(\(pid))") }
-        #expect {
-            try session.connection().query("SELECT 1")
-        } throws: { error in
-            (error as? PostgresError)?.isUnavailable == true
+        let first = try session.connection()
+        let firstPID = try first.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
+        try terminateBackend(of: first)
+        // The backend leaves pg_stat_activity a moment before its process exits and the socket closes; isOpen
+        // must report the close once it is on the socket.
+        var noticed = false
+        for _ in 0..<200 where !noticed {
+            noticed = !first.isOpen
+            if !noticed { usleep(10_000) }
         }
-        #expect(try session.connection().query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
+        #expect(noticed, "isOpen still true 2 s after the backend was terminated")
+        let second = try session.connection()
+        #expect(second !== first)
+        let secondPID = try second.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
+        #expect(secondPID != firstPID)
     }
 
     @Test("concurrent migrators apply each migration once and agree on the result")
