@@ -17,6 +17,17 @@ bindir() {
     fi
 }
 
+# Runs "$@" with only stdin, stdout and stderr. The server pg_ctl leaves behind would otherwise keep whatever our
+# caller let us inherit: Foundation's Process (runner dev) learns that its child exited when a socket every
+# descendant inherits closes, so a postmaster holding it made `make dev` wait forever on its first start.
+without_inherited_fds() (
+    for fd in /proc/self/fd/*; do
+        fd=${fd##*/}
+        if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    done
+    "$@"
+)
+
 as_owner() {
     if [ "$(id -u)" -eq 0 ]; then
         runuser -u postgres -- "$@"
@@ -39,7 +50,7 @@ start)
         as_owner "$bin/initdb" -D "$dir" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
     fi
     if ! as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
-        as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+        without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
             -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
             start >/dev/null
     fi

@@ -330,8 +330,8 @@ struct OwnDatabase: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Through `system(3)`, which waits for its child itself: `pg_ctl start` leaves a daemon behind, and
-    /// Foundation's `Process.waitUntilExit` was seen to miss the script's exit here and wait forever.
+    /// Through `system(3)`, which waits for its child with `waitpid`. (Foundation's `Process` instead waits for a
+    /// socket that descendants inherit to close; `pg.sh` now starts the server without it, see `DevStackTests`.)
     private static func pg(_ arguments: [String]) {
         let script = TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg.sh").path
         _ = system((["/bin/bash", script] + arguments).map { "'\($0)'" }.joined(separator: " ") + " >/dev/null")
