@@ -7,6 +7,9 @@ import Synchronization
 /// Both pipes are drained on their own threads while the child runs — reading after exit deadlocks once the child
 /// has written more than a pipe holds (~64 KiB). Used by `runner invoke` and by the tests that drive the built
 /// functions through their real stdin/stdout contract.
+///
+/// Foundation's `Process` learns of the exit when a socket that every descendant inherits closes, so `run` returns
+/// only once any daemon the child left behind has let go of it (`scripts/pg.sh` starts PostgreSQL without it).
 public enum ChildProcess {
     public struct Result: Sendable {
         public let exitStatus: Int32
