@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
         .systemLibrary(name: "CLibpq", path: "Shared/C/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -37,10 +39,12 @@ let package = Package(
             name: "CCurl", path: "Shared/C/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(
             name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // prlimit(2) for the host's per-function memory limit (Swift's Glibc module does not expose it).
+        .target(name: "CProcessLimits", path: "Shared/C/CProcessLimits"),
         .target(
             name: "CaregiverPush",
             dependencies: [
-                "CLibpq", "CCurl", "COpenSSL",
+                "CLibpq", "CCurl", "COpenSSL", "CProcessLimits",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Shared",
@@ -69,6 +73,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ],
             path: "runner",
             exclude: ["FCMEmulator"],
@@ -91,6 +97,8 @@ let package = Package(
             dependencies: [
                 "CaregiverPush",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/CaregiverPushTests",
             swiftSettings: strict

@@ -38,9 +38,11 @@ struct DevCommand: AsyncParsableCommand {
         setenv("SUPABASE_JWT_SECRET", secret, 1)
         setenv("PUSH_ENVIRONMENT", "DEV", 1)
         let demo = try seed(databaseURL: databaseURL, secret: secret, logger: logger)
+        // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
+        let options = GatewayServer.Options(
+            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, debugHeaders: true)
         let server = try await GatewayServer.make(
-            table: try infra.functionTable(), mode: serveMode, binDirectory: infra.binaryDirectory(), host: "127.0.0.1",
-            port: port, warmWorkers: 2, maxBody: 1024 * 1024, queueTimeout: .seconds(2), fcmEmulator: true, logger: logger)
+            table: try infra.functionTable(), binDirectory: infra.binaryDirectory(), options: options, logger: logger)
         let watcher = SourceWatcher(directories: ["Functions", "Shared"], logger: logger) {
             await server.reloadFunctions()
         }

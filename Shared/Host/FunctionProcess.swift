@@ -1,3 +1,4 @@
+import CProcessLimits
 import Dispatch
 import Foundation
 import Synchronization
@@ -36,11 +37,14 @@ public final class FunctionProcess: Sendable {
     /// - Parameters:
     ///   - environment: its whole environment.
     ///   - input: written to stdin, which is then closed; `nil` gives it an empty stdin (a Runtime-API worker).
+    ///   - memoryLimitBytes: the function's memory size, enforced as its data limit (`RLIMIT_DATA`: heap and private
+    ///     writable mappings). It is set right after the spawn, before any input is written; a function that needs
+    ///     more fails to allocate and dies, as a Lambda function past its memory does.
     ///   - standardErrorLine: receives each stderr line as it is written (without its newline).
-    /// - Throws: when the executable cannot be started.
+    /// - Throws: when the executable cannot be started, or its limit cannot be set (it is then killed).
     public static func launch(
         executable: URL, arguments: [String] = [], environment: [String: String], input: Data?,
-        standardErrorLine: @escaping @Sendable (String) -> Void
+        memoryLimitBytes: Int? = nil, standardErrorLine: @escaping @Sendable (String) -> Void
     ) throws -> FunctionProcess {
         signal(SIGPIPE, SIG_IGN)
         let process = Process()
@@ -64,6 +68,11 @@ public final class FunctionProcess: Sendable {
             handle?.finish(exitStatus: status)
         }
         try process.run()
+        if let memoryLimitBytes, caregiver_push_limit_data(process.processIdentifier, UInt64(memoryLimitBytes)) != 0 {
+            let error = errno
+            _ = Glibc.kill(process.processIdentifier, SIGKILL)
+            throw FunctionProcessError.limitNotSet(errno: error)
+        }
         let handle = FunctionProcess(pid: process.processIdentifier, box: ProcessBox(process))
         let early = link.withLock { link -> Int32? in
             link.handle = handle
@@ -149,5 +158,16 @@ public final class FunctionProcess: Sendable {
     public func kill(_ signal: Int32 = SIGKILL) {
         guard !hasExited else { return }
         _ = Glibc.kill(pid, signal)
+    }
+}
+
+public enum FunctionProcessError: Error, CustomStringConvertible {
+    /// prlimit(2) failed on the new process.
+    case limitNotSet(errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .limitNotSet(let number): "the memory limit could not be set (errno \(number))"
+        }
     }
 }

@@ -159,7 +159,7 @@ struct RunnerServeTests {
 
     @Test("warm: 100 sequential requests are served by the same worker processes")
     func warmReusesWorkers() throws {
-        let server = try Self.server("warm", arguments: ["--warm-workers", "2"])
+        let server = try Self.server("warm", arguments: ["--warm-workers", "2", "--debug-headers"])
         let caregiver = try caregiverToken(UUID())
         var pids = Set<String>()
         for index in 0..<100 {

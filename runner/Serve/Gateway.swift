@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import Synchronization
 
 /// The HTTP side of `runner serve`: maps each route of the function table to an invocation, the way API Gateway
@@ -18,6 +19,8 @@ final class Gateway: Sendable {
     let mode: Mode
     let maxBodyBytes: Int
     let queueTimeout: Duration
+    /// Adds `x-runner-pid` (which process answered) to function responses; off unless asked for (`--debug-headers`).
+    let debugHeaders: Bool
     let logger: Logger
     private let cold: ColdInvoker
     private let gates: [String: ConcurrencyGate]
@@ -27,9 +30,10 @@ final class Gateway: Sendable {
 
     init(
         table: FunctionTable, mode: Mode, cold: ColdInvoker, pools: [String: WarmPool], maxBodyBytes: Int,
-        queueTimeout: Duration, logger: Logger
+        queueTimeout: Duration, debugHeaders: Bool, logger: Logger
     ) {
         self.table = table
+        self.debugHeaders = debugHeaders
         self.mode = mode
         self.cold = cold
         self.pools = pools
@@ -88,8 +92,11 @@ final class Gateway: Sendable {
         let body: [UInt8]
         do {
             body = Array(buffer: try await request.collectBody(upTo: maxBodyBytes))
-        } catch {
+        } catch is NIOTooManyBytesError {
             return (GatewayResponse.problem(.payloadTooLarge(limit: maxBodyBytes), requestID: requestID), function.name)
+        } catch {
+            // The connection ended (or the guard cut a slow client off with a 408) before the body was complete.
+            return (GatewayResponse.problem(.requestTimeout(), requestID: requestID), function.name)
         }
         guard let gate = gates[function.name], await gate.acquire(timeout: queueTimeout) else {
             return (GatewayResponse.problem(.functionBusy(), requestID: requestID), function.name)
@@ -115,8 +122,9 @@ final class Gateway: Sendable {
             guard var response = GatewayResponse.fromFunctionOutput(output, requestID: requestID) else {
                 return (GatewayResponse.problem(.badGateway("The function's output is not a response."), requestID: requestID), function.name)
             }
-            // Which process answered: tells a developer (and the tests) whether warm workers are reused.
-            response.headers[HTTPField.Name("x-runner-pid")!] = String(pid)
+            // Which process answered: tells a developer (and the tests) whether warm workers are reused. A process id
+            // is an internal, so only on request.
+            if debugHeaders { response.headers[HTTPField.Name("x-runner-pid")!] = String(pid) }
             return (response, function.name)
         case .timedOut:
             return (GatewayResponse.problem(.gatewayTimeout(seconds: function.timeoutSeconds), requestID: requestID), function.name)

@@ -70,6 +70,12 @@ extension Problem {
             detail: "The function did not answer within its \(seconds) s timeout.")
     }
 
+    static func requestTimeout() -> Problem {
+        Problem(
+            type: "/problems/request-timeout", title: "Request Timeout", status: 408,
+            detail: "The request body was not received completely.")
+    }
+
     static func functionBusy() -> Problem {
         Problem(
             type: "/problems/unavailable", title: "Service Unavailable", status: 503,

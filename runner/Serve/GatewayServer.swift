@@ -6,17 +6,31 @@ import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// Everything `runner serve` (and `runner dev`) runs: the gateway, the warm pools and their Runtime API, and
-/// optionally the FCM emulator, on one port; with the SIGTERM/SIGINT drain.
+/// Everything `runner serve` (and `runner dev`) runs: the gateway (with the FCM emulator when asked for) on the
+/// public port, the warm workers' Runtime API on a private listener (127.0.0.1, an ephemeral port), the warm pools;
+/// and the SIGTERM/SIGINT drain.
 struct GatewayServer: Sendable {
+    /// How `runner serve` was asked to run.
+    struct Options: Sendable {
+        var host = "127.0.0.1"
+        var port = 3000
+        var mode = Gateway.Mode.cold
+        var warmWorkers = 2
+        var maxBody = 1024 * 1024
+        var queueTimeout: Duration = .seconds(2)
+        var fcmEmulator = false
+        var debugHeaders = false
+        var limits = HTTPLimits()
+    }
+
     let gateway: Gateway
     let responder: RouterResponder<GatewayContext>
+    let runtimeResponder: RouterResponder<GatewayContext>
     let pools: [String: WarmPool]
     let tracker: ProcessTracker
     let environment: EnvironmentBox
     let emulator: (FCMEmulator, ServiceAccountKey)?
-    let host: String
-    let port: Int
+    let options: Options
     let logger: Logger
 
     /// The emulator's throwaway key: the runner signs nothing with it, the functions do.
@@ -27,28 +41,31 @@ struct GatewayServer: Sendable {
     }
 
     static func make(
-        table: FunctionTable, mode: Gateway.Mode, binDirectory: URL, host: String, port: Int, warmWorkers: Int,
-        maxBody: Int, queueTimeout: Duration, fcmEmulator: Bool, logger: Logger
+        table: FunctionTable, binDirectory: URL, options: Options, logger: Logger
     ) async throws -> GatewayServer {
         let environment = EnvironmentBox(ProcessInfo.processInfo.environment)
         let tracker = ProcessTracker()
+        let workers = WorkerDirectory()
         var pools: [String: WarmPool] = [:]
-        if mode == .warm {
+        if options.mode == .warm {
             for function in table.functions {
                 pools[function.name] = WarmPool(
-                    function: function, size: min(warmWorkers, function.concurrency), binDirectory: binDirectory,
-                    logger: logger)
+                    function: function, size: min(options.warmWorkers, function.concurrency), binDirectory: binDirectory,
+                    directory: workers, logger: logger)
             }
         }
         let gateway = Gateway(
-            table: table, mode: mode, cold: ColdInvoker(binDirectory: binDirectory, environment: environment, tracker: tracker),
-            pools: pools, maxBodyBytes: maxBody, queueTimeout: queueTimeout, logger: logger)
+            table: table, mode: options.mode,
+            cold: ColdInvoker(binDirectory: binDirectory, environment: environment, tracker: tracker),
+            pools: pools, maxBodyBytes: options.maxBody, queueTimeout: options.queueTimeout,
+            debugHeaders: options.debugHeaders, logger: logger)
+        // The public port: the function routes (through the middleware) and, when asked for, the emulator's.
         let router = Router(context: GatewayContext.self)
         router.add(middleware: GatewayMiddleware(gateway: gateway))
-        let knownPools = pools
-        RuntimeAPIRoutes.add(to: router) { knownPools }
+        let runtimeRouter = Router(context: GatewayContext.self)
+        RuntimeAPIRoutes.add(to: runtimeRouter, workers: workers)
         var emulator: (FCMEmulator, ServiceAccountKey)?
-        if fcmEmulator {
+        if options.fcmEmulator {
             let key = try PrivateKey.generateRSA()
             let account = ServiceAccountKey(
                 clientEmail: "runner-\(UUID().uuidString.prefix(8).lowercased())@local-emulator.iam.gserviceaccount.com",
@@ -61,22 +78,35 @@ struct GatewayServer: Sendable {
             emulator = (instance, account)
         }
         return GatewayServer(
-            gateway: gateway, responder: router.buildResponder(), pools: pools, tracker: tracker, environment: environment,
-            emulator: emulator, host: host, port: port, logger: logger)
+            gateway: gateway, responder: router.buildResponder(), runtimeResponder: runtimeRouter.buildResponder(),
+            pools: pools, tracker: tracker, environment: environment, emulator: emulator, options: options, logger: logger)
     }
 
     /// Serves until SIGTERM/SIGINT, then drains: new requests get 503, in-flight requests and function work
     /// (post-response pushes included) get `grace` to finish, what remains is killed, and the listener closes.
     func run(grace: Duration, onBound: @escaping @Sendable (Int) -> Void) async throws {
-        let app = Application(
-            responder: responder, configuration: .init(address: .hostname(host, port: port), serverName: "caregiver-push-runner"),
+        // The Runtime API listener comes up first: the workers, started once the public port is bound, need its port.
+        let runtimePort = AsyncStream<Int>.makeStream()
+        let runtimeAPI = Application(
+            responder: runtimeResponder,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "caregiver-push-runtime-api"),
             onServerRunning: { channel in
-                let boundPort = channel.localAddress?.port ?? port
-                await self.started(port: boundPort)
+                runtimePort.continuation.yield(channel.localAddress?.port ?? 0)
+                runtimePort.continuation.finish()
+            },
+            logger: logger)
+        let app = Application(
+            responder: responder, server: GuardedHTTP1Channel.builder(limits: options.limits, logger: logger),
+            configuration: .init(address: .hostname(options.host, port: options.port), serverName: "caregiver-push-runner"),
+            onServerRunning: { channel in
+                var ports = runtimePort.stream.makeAsyncIterator()
+                let privatePort = await ports.next() ?? 0
+                let boundPort = channel.localAddress?.port ?? options.port
+                await self.started(port: boundPort, runtimePort: privatePort)
                 onBound(boundPort)
             },
             logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: [runtimeAPI, app], gracefulShutdownSignals: [], logger: logger))
         enum Finished { case server, drained }
         try await withThrowingTaskGroup(of: Finished.self) { tasks in
             tasks.addTask {
@@ -103,7 +133,7 @@ struct GatewayServer: Sendable {
         logger.info("stopped")
     }
 
-    private func started(port: Int) async {
+    private func started(port: Int, runtimePort: Int) async {
         if let (emulator, key) = emulator {
             await emulator.bound(host: "127.0.0.1", port: port)
             let keyFile = ServiceAccount.keyFileJSON(
@@ -117,7 +147,7 @@ struct GatewayServer: Sendable {
             environment.merge(extra)
         }
         for pool in pools.values {
-            await pool.start(environment: environment.value, runtimeAPIBase: "127.0.0.1:\(port)")
+            await pool.start(environment: environment.value, runtimeAPIBase: "127.0.0.1:\(runtimePort)")
         }
         logger.info("listening", metadata: ["port": .stringConvertible(port), "mode": .string(gateway.mode.rawValue)])
     }

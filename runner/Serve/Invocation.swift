@@ -62,7 +62,7 @@ struct ColdInvoker: Sendable {
         do {
             process = try FunctionProcess.launch(
                 executable: binDirectory.appendingPathComponent(function.name), environment: environment.value,
-                input: Data(event)
+                input: Data(event), memoryLimitBytes: function.memoryMB * 1024 * 1024
             ) { line in forwarder.forward(line, requestID: requestID) }
         } catch {
             await finished()

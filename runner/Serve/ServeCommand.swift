@@ -37,6 +37,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Also serve the FCM emulator here and point the functions at it with a throwaway service account.")
     var fcmEmulator = false
 
+    @Flag(help: "Add x-runner-pid (the process that answered) to function responses. Off by default: it is internal.")
+    var debugHeaders = false
+
+    @OptionGroup var limits: HTTPLimitOptions
+
     @OptionGroup var infra: InfraOptions
 
     func run() async throws {
@@ -50,12 +55,53 @@ struct ServeCommand: AsyncParsableCommand {
         where !FileManager.default.isExecutableFile(atPath: binDirectory.appendingPathComponent(function.name).path) {
             throw ValidationError("\(function.name) is not built in \(binDirectory.path); run `swift build` first")
         }
-        let server = try await GatewayServer.make(
-            table: table, mode: mode, binDirectory: binDirectory, host: host, port: port, warmWorkers: warmWorkers,
-            maxBody: maxBody, queueTimeout: .milliseconds(queueTimeoutMs), fcmEmulator: fcmEmulator, logger: logger)
+        let options = GatewayServer.Options(
+            host: host, port: port, mode: mode, warmWorkers: warmWorkers, maxBody: maxBody,
+            queueTimeout: .milliseconds(queueTimeoutMs), fcmEmulator: fcmEmulator, debugHeaders: debugHeaders,
+            limits: try limits.limits())
+        let server = try await GatewayServer.make(table: table, binDirectory: binDirectory, options: options, logger: logger)
         try await server.run(grace: .seconds(graceSeconds)) { boundPort in
             let line = "{\"event\":\"listening\",\"port\":\(boundPort),\"mode\":\"\(mode.rawValue)\"}\n"
             FileHandle.standardOutput.write(Data(line.utf8))
         }
+    }
+}
+
+/// The public port's limits against hostile or broken clients (``HTTPLimits``), as options.
+struct HTTPLimitOptions: ParsableArguments {
+    @Option(help: "Largest request line plus header fields, in bytes (431 past it).")
+    var maxHeaderBytes: Int = HTTPLimits().maxHeadBytes
+
+    @Option(help: "Most header fields in one request (431 past it).")
+    var maxHeaderCount: Int = HTTPLimits().maxHeaderCount
+
+    @Option(help: "Milliseconds from a request's first byte to the end of its header fields (408 past it).")
+    var headerTimeoutMs: Int = 10_000
+
+    @Option(help: "Milliseconds from the end of the header fields to the end of the body (408 past it).")
+    var bodyTimeoutMs: Int = 30_000
+
+    @Option(help: "Milliseconds a connection may stay open with no request in progress.")
+    var idleTimeoutMs: Int = 75_000
+
+    @Option(help: "Most open connections at once; one more is answered 503 and closed.")
+    var maxConnections: Int = HTTPLimits().maxConnections
+
+    func limits() throws -> HTTPLimits {
+        for (name, value) in [
+            ("--max-header-bytes", maxHeaderBytes), ("--max-header-count", maxHeaderCount),
+            ("--header-timeout-ms", headerTimeoutMs), ("--body-timeout-ms", bodyTimeoutMs),
+            ("--idle-timeout-ms", idleTimeoutMs), ("--max-connections", maxConnections),
+        ] where value <= 0 {
+            throw ValidationError("\(name) must be positive")
+        }
+        var limits = HTTPLimits()
+        limits.maxHeadBytes = maxHeaderBytes
+        limits.maxHeaderCount = maxHeaderCount
+        limits.headerTimeout = .milliseconds(headerTimeoutMs)
+        limits.bodyTimeout = .milliseconds(bodyTimeoutMs)
+        limits.idleTimeout = .milliseconds(idleTimeoutMs)
+        limits.maxConnections = maxConnections
+        return limits
     }
 }

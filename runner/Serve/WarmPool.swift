@@ -4,10 +4,12 @@ import Logging
 
 /// Warm mode for one function: long-lived worker processes that speak the AWS Lambda Runtime API to the runner.
 ///
-/// Each worker gets its own `AWS_LAMBDA_RUNTIME_API` (`127.0.0.1:PORT/<function>/<worker>`), so the runner knows
-/// which worker asks for the next event. A worker is busy from the moment its `GET …/invocation/next` returns an
-/// event until it asks again — so its post-response push finishes before it takes more work. A worker that dies is
-/// replaced; one that overruns its invocation's timeout is killed (504) and replaced.
+/// Each worker gets its own `AWS_LAMBDA_RUNTIME_API` (`127.0.0.1:PORT/<secret>`, on the runner's private listener),
+/// so the runner knows which worker asks for the next event and no other process can ask in its name. A worker is
+/// busy from the moment its `GET …/invocation/next` returns an event until it asks again — so its post-response
+/// push finishes before it takes more work. The invocation's timeout covers all of that, as Lambda's does: a worker
+/// still busy at the timeout is killed and replaced (its client has had its answer, or gets a 504). A worker that
+/// dies is replaced. Each worker runs under the function's memory limit.
 actor WarmPool {
     struct Event: Sendable {
         let awsRequestID: String
@@ -24,6 +26,7 @@ actor WarmPool {
 
     private struct Worker {
         let process: FunctionProcess
+        let secret: String
         var idle: CheckedContinuation<Event?, Never>?
         /// The invocation it is working on, and what to call once it asks for more.
         var current: (awsRequestID: String, finished: @Sendable () async -> Void)?
@@ -38,18 +41,22 @@ actor WarmPool {
     private var workers: [Int: Worker] = [:]
     private var nextWorkerID = 0
     private var queue: [Waiting] = []
+    /// Invocations from the event's hand-out until the worker asks for its next one. `result` is `nil` once the
+    /// client has been answered; the timer runs until the end either way.
     private var inFlight:
-        [String: (worker: Int, pid: Int32, result: CheckedContinuation<InvocationResult, Never>, timer: Task<Void, Never>)] = [:]
+        [String: (worker: Int, pid: Int32, result: CheckedContinuation<InvocationResult, Never>?, timer: Task<Void, Never>)] = [:]
     private var draining = false
+    private let directory: WorkerDirectory
 
-    init(function: FunctionTable.Function, size: Int, binDirectory: URL, logger: Logger) {
+    init(function: FunctionTable.Function, size: Int, binDirectory: URL, directory: WorkerDirectory, logger: Logger) {
         self.function = function
         self.size = max(size, 1)
         self.binDirectory = binDirectory
+        self.directory = directory
         self.logger = logger
     }
 
-    /// Starts the workers, once the Runtime API (`host:port`) is listening.
+    /// Starts the workers, once the Runtime API (`127.0.0.1:port`, the private listener) is listening.
     func start(environment: [String: String], runtimeAPIBase: String) {
         self.environment = environment
         self.runtimeAPIBase = runtimeAPIBase
@@ -64,15 +71,23 @@ actor WarmPool {
         nextWorkerID += 1
         let id = nextWorkerID
         var environment = environment
-        environment["AWS_LAMBDA_RUNTIME_API"] = "\(runtimeAPIBase)/\(function.name)/\(id)"
-        environment["AWS_LAMBDA_FUNCTION_NAME"] = function.name
-        environment["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = String(function.memoryMB)
         let forwarder = StderrForwarder(function: function.name)
         do {
-            let process = try FunctionProcess.launch(
-                executable: binDirectory.appendingPathComponent(function.name), environment: environment, input: nil
-            ) { line in forwarder.forward(line, requestID: nil) }
-            workers[id] = Worker(process: process)
+            let secret = try directory.register(pool: self, worker: id)
+            environment["AWS_LAMBDA_RUNTIME_API"] = "\(runtimeAPIBase)/\(secret)"
+            environment["AWS_LAMBDA_FUNCTION_NAME"] = function.name
+            environment["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = String(function.memoryMB)
+            let process: FunctionProcess
+            do {
+                process = try FunctionProcess.launch(
+                    executable: binDirectory.appendingPathComponent(function.name), environment: environment, input: nil,
+                    memoryLimitBytes: function.memoryMB * 1024 * 1024
+                ) { line in forwarder.forward(line, requestID: nil) }
+            } catch {
+                directory.remove(secret: secret)
+                throw error
+            }
+            workers[id] = Worker(process: process, secret: secret)
             Task { [weak self] in
                 let status = await process.exitStatus()
                 await self?.workerExited(id, status: status)
@@ -102,6 +117,11 @@ actor WarmPool {
         guard workers[id] != nil else { return nil }
         if let previous = workers[id]?.current {
             workers[id]?.current = nil
+            if let entry = inFlight.removeValue(forKey: previous.awsRequestID) {
+                entry.timer.cancel()
+                // Asked for more without answering: the client gets a 502, as from Lambda.
+                entry.result?.resume(returning: .failed("the worker asked for its next event without a response"))
+            }
             await previous.finished()
         }
         guard !draining else { return nil }
@@ -130,20 +150,27 @@ actor WarmPool {
         }
     }
 
-    /// `POST …/invocation/{id}/response`.
-    func respond(_ awsRequestID: String, body: [UInt8]) -> Bool {
-        guard let entry = inFlight.removeValue(forKey: awsRequestID) else { return false }
-        entry.timer.cancel()
-        entry.result.resume(returning: .output(body, pid: entry.pid))
+    /// `POST …/invocation/{id}/response` from worker `worker`: answers the client. The invocation goes on (and its
+    /// timeout keeps running) until the worker asks for its next event.
+    func respond(_ awsRequestID: String, worker: Int, body: [UInt8]) -> Bool {
+        guard let result = takeResult(awsRequestID, worker: worker) else { return false }
+        result.resume(returning: .output(body, pid: inFlight[awsRequestID]?.pid ?? 0))
         return true
     }
 
-    /// `POST …/invocation/{id}/error`.
-    func fail(_ awsRequestID: String, errorType: String) -> Bool {
-        guard let entry = inFlight.removeValue(forKey: awsRequestID) else { return false }
-        entry.timer.cancel()
-        entry.result.resume(returning: .failed("the function reported \(errorType)"))
+    /// `POST …/invocation/{id}/error` from worker `worker`.
+    func fail(_ awsRequestID: String, worker: Int, errorType: String) -> Bool {
+        guard let result = takeResult(awsRequestID, worker: worker) else { return false }
+        result.resume(returning: .failed("the function reported \(errorType)"))
         return true
+    }
+
+    /// The client's continuation of an invocation of `worker` not yet answered; `nil` for another worker's id, an
+    /// unknown one, or one already answered.
+    private func takeResult(_ awsRequestID: String, worker: Int) -> CheckedContinuation<InvocationResult, Never>? {
+        guard let entry = inFlight[awsRequestID], entry.worker == worker, let result = entry.result else { return nil }
+        inFlight[awsRequestID]?.result = nil
+        return result
     }
 
     /// `POST …/runtime/init/error`: the worker cannot serve; it is stopped and replaced.
@@ -152,19 +179,28 @@ actor WarmPool {
         workers[id]?.process.kill()
     }
 
+    /// The invocation's timeout has passed before its worker asked for more: the worker is killed (and replaced
+    /// when its exit is seen), whether or not its client has been answered.
     private func timeOut(_ awsRequestID: String) {
         guard let entry = inFlight.removeValue(forKey: awsRequestID) else { return }
-        entry.result.resume(returning: .timedOut)
+        if let result = entry.result {
+            result.resume(returning: .timedOut)
+        } else {
+            logger.warning(
+                "post-response work exceeded the timeout; worker killed",
+                metadata: ["function": .string(function.name), "timeout_s": .stringConvertible(function.timeoutSeconds)])
+        }
         workers[entry.worker]?.process.kill()
     }
 
     private func workerExited(_ id: Int, status: Int32) async {
         guard let worker = workers.removeValue(forKey: id) else { return }
+        directory.remove(secret: worker.secret)
         worker.idle?.resume(returning: nil)
         if let current = worker.current {
             if let entry = inFlight.removeValue(forKey: current.awsRequestID) {
                 entry.timer.cancel()
-                entry.result.resume(returning: .failed("the warm worker exited (\(status)) during the invocation"))
+                entry.result?.resume(returning: .failed("the warm worker exited (\(status)) during the invocation"))
             }
             await current.finished()
         }

@@ -1,0 +1,10 @@
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <sys/resource.h>
+
+#include "process_limits.h"
+
+int caregiver_push_limit_data(pid_t pid, unsigned long long bytes) {
+    struct rlimit limit = {.rlim_cur = (rlim_t)bytes, .rlim_max = (rlim_t)bytes};
+    return prlimit(pid, RLIMIT_DATA, &limit, NULL);
+}
