@@ -18,7 +18,7 @@ struct Token: ParsableCommand {
             throw ValidationError("SUPABASE_JWT_SECRET is not set")
         }
         let subject = try caregiver.map { text -> UUID in
-            guard let id = UUID(uuidString: text) else { throw ValidationError("--caregiver must be a UUID") }
+            guard let id = UUID(exactly: text) else { throw ValidationError("--caregiver must be a UUID") }
             return id
         } ?? UUID()
         let now = Date().timeIntervalSince1970.rounded(.down)

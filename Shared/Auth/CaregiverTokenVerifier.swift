@@ -156,7 +156,7 @@ public final class CaregiverTokenVerifier {
         }
         guard audienceMatches(claims["aud"]) else { throw TokenRejection(.wrongAudience) }
         guard claims["role"] == .string("authenticated") else { throw TokenRejection(.wrongRole) }
-        guard let subject = claims["sub"]?.stringValue, let userID = UUID(uuidString: subject) else {
+        guard let subject = claims["sub"]?.stringValue, let userID = UUID(exactly: subject) else {
             throw TokenRejection(.badSubject)
         }
         switch claims["is_anonymous"] {

@@ -24,6 +24,8 @@ public struct Configuration: Sendable {
     public var fcmServiceAccountFile: String?
     public var fcmAPIBaseURL: String
     public var pushSendDeadlineMilliseconds: Int
+    /// `DATABASE_LOCK_TIMEOUT_MS` and `DATABASE_STATEMENT_TIMEOUT_MS`: every transaction's bounds.
+    public var transactionSettings: TransactionSettings
     /// Problems found while reading, reported by ``requireFunctionBasics()`` or by the push.
     public var errors: [ConfigurationError]
 
@@ -82,6 +84,20 @@ public struct Configuration: Sendable {
         } else {
             pushSendDeadlineMilliseconds = 10_000
         }
+        var bounds: [Int] = []
+        for (name, fallback) in [("DATABASE_LOCK_TIMEOUT_MS", 2000), ("DATABASE_STATEMENT_TIMEOUT_MS", 5000)] {
+            guard let raw = value(name) else {
+                bounds.append(fallback)
+                continue
+            }
+            guard let milliseconds = Int(raw), (1...60_000).contains(milliseconds) else {
+                errors.append(ConfigurationError(variable: name, reason: "must be 1 to 60000 milliseconds"))
+                bounds.append(fallback)
+                continue
+            }
+            bounds.append(milliseconds)
+        }
+        transactionSettings = TransactionSettings(lockTimeoutMilliseconds: bounds[0], statementTimeoutMilliseconds: bounds[1])
     }
 
     /// Checks what every invocation needs: a database URL and at least one way to verify caregiver tokens.

@@ -114,13 +114,17 @@ public struct PushDeviceRegistry {
     /// - Returns: how many devices were disabled (0 when none matched or it was already disabled).
     @discardableResult
     public func unregister(token: String, caregiverID: UUID) throws -> Int {
-        try connection.query(
-            """
-            UPDATE push_devices
-            SET is_enabled = false, disabled_reason = \(DisabledReason.userDisabled.rawValue), updated_at = now()
-            WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
-              AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token) AND is_enabled
-            """
-        ).affectedRows
+        // In a transaction of its own so that a row locked by a concurrent registration is waited for only as long
+        // as the connection's lock_timeout allows.
+        try connection.withTransaction { connection in
+            try connection.query(
+                """
+                UPDATE push_devices
+                SET is_enabled = false, disabled_reason = \(DisabledReason.userDisabled.rawValue), updated_at = now()
+                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
+                  AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token) AND is_enabled
+                """
+            ).affectedRows
+        }
     }
 }

@@ -46,8 +46,8 @@ public struct PatientAccess: Sendable, Equatable {
 extension FieldValidator {
     /// An optional UUID field; a present non-UUID records "`field` must be a UUID".
     mutating func uuid(_ field: String, required: Bool) -> UUID? {
-        string(field, required: required, invalidMessage: "\(field) must be a UUID") { UUID(uuidString: $0) != nil }
-            .flatMap(UUID.init(uuidString:))
+        string(field, required: required, invalidMessage: "\(field) must be a UUID") { UUID(exactly: $0) != nil }
+            .flatMap(UUID.init(exactly:))
     }
 
     /// An RFC 3339 date-time with an offset.

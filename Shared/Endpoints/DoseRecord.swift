@@ -15,35 +15,39 @@ public struct DoseRecord: Endpoint {
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
 
-        let connection = try context.database.connection()
-        let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
-        let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
-        try Self.checkSchedule(medication, scheduledAt: scheduledAt, now: context.now, connection: connection)
-
-        let inserted = try connection.query(
-            """
-            INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
-            VALUES (\(access.patientID), \(medicationID), \(scheduledAt), \(takenAt), \(access.role.rawValue),
-                    \(access.recorderID))
-            ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
-            RETURNING id, taken_at
-            """
-        ).single
-        let row =
-            try inserted
-            ?? connection.query(
+        // One transaction, so that every wait (a conflicting dose another request has not committed yet) is bounded
+        // by the session's lock_timeout, and a serialization failure or deadlock is retried whole.
+        let (access, record, recordedTakenAt, updatedCount) = try context.database.withTransaction(
+            logger: context.logger
+        ) { connection -> (PatientAccess, DoseRecordBody, Date, Int) in
+            let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
+            let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
+            try Self.checkSchedule(medication, scheduledAt: scheduledAt, now: context.now, connection: connection)
+            let inserted = try connection.query(
                 """
-                SELECT id, taken_at FROM dose_records
-                WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
-                  AND scheduled_at = \(scheduledAt)
+                INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
+                VALUES (\(access.patientID), \(medicationID), \(scheduledAt), \(takenAt), \(access.role.rawValue),
+                        \(access.recorderID))
+                ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
+                RETURNING id, taken_at
                 """
             ).single
-        guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
-        let (recordID, recordedTakenAt) = try row.decode((UUID, Date).self)
-        let record = DoseRecordBody(
-            id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
-            takenAt: recordedTakenAt, recordingGroupID: nil)
-        let updatedCount = inserted == nil ? 0 : 1
+            let row =
+                try inserted
+                ?? connection.query(
+                    """
+                    SELECT id, taken_at FROM dose_records
+                    WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
+                      AND scheduled_at = \(scheduledAt)
+                    """
+                ).single
+            guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
+            let (recordID, recordedTakenAt) = try row.decode((UUID, Date).self)
+            let record = DoseRecordBody(
+                id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
+                takenAt: recordedTakenAt, recordingGroupID: nil)
+            return (access, record, recordedTakenAt, inserted == nil ? 0 : 1)
+        }
         context.logger.info(
             "dose recorded",
             metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])

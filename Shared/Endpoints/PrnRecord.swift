@@ -26,42 +26,46 @@ public struct PrnRecord: Endpoint {
                 + "|takenAt=\(takenAt.text ?? "-")",
             length: 64)
 
-        let connection = try context.database.connection()
-        let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
-        if let idempotencyKey, let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection) {
-            return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
+        // One transaction: waits are bounded by the session's lock_timeout, a conflict is retried whole, and the push
+        // runs only after the commit (the response's post-response work).
+        return try context.database.withTransaction(logger: context.logger) { connection -> EndpointResponse in
+            let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
+            if let idempotencyKey, let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection) {
+                return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
+            }
+            let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
+            guard medication.isPRN else {
+                throw Problem.validation([.init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")])
+            }
+            guard medication.isActive(on: LocalDate(tokyoDateOf: takenAt.date)) else {
+                throw Problem.validation([.init(field: "takenAt", message: "the medication is not active on the date of takenAt")])
+            }
+            let inserted = try connection.query(
+                """
+                INSERT INTO prn_dose_records
+                    (patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint, recorded_by_role,
+                     recorded_by_id)
+                VALUES (\(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value), \(idempotencyKey),
+                        \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue), \(access.recorderID))
+                ON CONFLICT (patient_id, idempotency_key) DO NOTHING
+                RETURNING id, medication_id, taken_at, quantity, request_fingerprint
+                """
+            ).single
+            guard let inserted else {
+                // Another request with this key committed between our look-up and our insert.
+                guard let idempotencyKey, let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
+                else { throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row") }
+                return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
+            }
+            let record = try Self.body(inserted, patientID: access.patientID)
+            context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: record.record.date, slot: record.record.slot, recordingGroupID: nil,
+                takenAt: takenAt.date, withinTime: false, actingCaregiverID: access.actingCaregiverID)
+            return EndpointResponse(
+                body: RecordResponse(record: record.record, updatedCount: 1), afterResponse: PushDispatcher.afterResponse(event))
+    
         }
-        let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
-        guard medication.isPRN else {
-            throw Problem.validation([.init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")])
-        }
-        guard medication.isActive(on: LocalDate(tokyoDateOf: takenAt.date)) else {
-            throw Problem.validation([.init(field: "takenAt", message: "the medication is not active on the date of takenAt")])
-        }
-        let inserted = try connection.query(
-            """
-            INSERT INTO prn_dose_records
-                (patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint, recorded_by_role,
-                 recorded_by_id)
-            VALUES (\(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value), \(idempotencyKey),
-                    \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue), \(access.recorderID))
-            ON CONFLICT (patient_id, idempotency_key) DO NOTHING
-            RETURNING id, medication_id, taken_at, quantity, request_fingerprint
-            """
-        ).single
-        guard let inserted else {
-            // Another request with this key committed between our look-up and our insert.
-            guard let idempotencyKey, let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
-            else { throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row") }
-            return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
-        }
-        let record = try Self.body(inserted, patientID: access.patientID)
-        context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
-        let event = DoseTakenEvent(
-            patientID: access.patientID, date: record.record.date, slot: record.record.slot, recordingGroupID: nil,
-            takenAt: takenAt.date, withinTime: false, actingCaregiverID: access.actingCaregiverID)
-        return EndpointResponse(
-            body: RecordResponse(record: record.record, updatedCount: 1), afterResponse: PushDispatcher.afterResponse(event))
     }
 
     /// A body (and `Idempotency-Key`) that passed validation.
@@ -88,7 +92,7 @@ public struct PrnRecord: Endpoint {
         let quantity = fields.quantity()
         var idempotencyKey: UUID?
         if let header {
-            idempotencyKey = UUID(uuidString: header.trimmingCharacters(in: .whitespaces))
+            idempotencyKey = UUID(exactly: header.trimmingCharacters(in: [" ", "\t"]))
             if idempotencyKey == nil { fields.reject("Idempotency-Key", "Idempotency-Key must be a UUID") }
         }
         try fields.finish()

@@ -88,3 +88,126 @@ public struct APIGatewayV2Response: Codable, Sendable, Equatable {
         self.isBase64Encoded = isBase64Encoded
     }
 }
+
+/// Why an invocation event was refused (a 400): it is not one strict JSON document of the 2.0 shape.
+public enum EventError: Error, Equatable, Sendable {
+    /// Not one well-formed JSON document (a duplicate member name included).
+    case malformed(JSONParseError.Reason)
+    /// A member of the wrong type (`headers` not an object of strings, `body` not a string, …).
+    case wrongType(member: String)
+    /// `headers` holds one name more than once in different letter case (API Gateway never sends that).
+    case ambiguousHeader
+
+    var detail: String {
+        switch self {
+        case .malformed(.duplicateMember): "The invocation event names a member more than once."
+        case .malformed: "The invocation event is not valid JSON."
+        case .wrongType: "The invocation event is not an API Gateway HTTP API 2.0 event."
+        case .ambiguousHeader:
+            "The invocation event's headers hold one name more than once in different letter case."
+        }
+    }
+}
+
+extension APIGatewayV2Request {
+    /// Reads an event as strictly as a body or a JWT: one JSON document without duplicate member names, each known
+    /// member of its type (`null` counts as absent, as for `JSONDecoder`), unknown members ignored, and header names
+    /// unique regardless of letter case — two spellings of `Authorization` could otherwise be read differently by
+    /// two components, so the event is refused rather than one of them chosen.
+    /// - Throws: ``EventError``.
+    public init(parsing bytes: [UInt8]) throws(EventError) {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(bytes, maxDepth: 64)
+        } catch {
+            throw .malformed(error.reason)
+        }
+        guard let event = document.objectValue else { throw .wrongType(member: "event") }
+        self.init()
+        version = try Self.string(event, "version")
+        routeKey = try Self.string(event, "routeKey")
+        rawPath = try Self.string(event, "rawPath")
+        rawQueryString = try Self.string(event, "rawQueryString")
+        cookies = try Self.strings(event, "cookies")
+        headers = try Self.stringMap(event, "headers")
+        queryStringParameters = try Self.stringMap(event, "queryStringParameters")
+        pathParameters = try Self.stringMap(event, "pathParameters")
+        body = try Self.string(event, "body")
+        isBase64Encoded = try Self.bool(event, "isBase64Encoded")
+        requestContext = try Self.object(event, "requestContext").map { context throws(EventError) in
+            var result = RequestContext()
+            result.accountId = try Self.string(context, "accountId")
+            result.apiId = try Self.string(context, "apiId")
+            result.domainName = try Self.string(context, "domainName")
+            result.requestId = try Self.string(context, "requestId")
+            result.routeKey = try Self.string(context, "routeKey")
+            result.stage = try Self.string(context, "stage")
+            result.time = try Self.string(context, "time")
+            result.timeEpoch = try Self.integer(context, "timeEpoch")
+            result.http = try Self.object(context, "http").map { http throws(EventError) in
+                var result = RequestContext.HTTP()
+                result.method = try Self.string(http, "method")
+                result.path = try Self.string(http, "path")
+                result.protocol = try Self.string(http, "protocol")
+                result.sourceIp = try Self.string(http, "sourceIp")
+                result.userAgent = try Self.string(http, "userAgent")
+                return result
+            }
+            return result
+        }
+        if let headers {
+            var seen = Set<String>()
+            for name in headers.keys where !seen.insert(name.lowercased()).inserted { throw .ambiguousHeader }
+        }
+    }
+
+    private static func present(_ object: [String: JSONValue], _ name: String) -> JSONValue? {
+        guard let value = object[name], value != .null else { return nil }
+        return value
+    }
+
+    private static func string(_ object: [String: JSONValue], _ name: String) throws(EventError) -> String? {
+        guard let value = present(object, name) else { return nil }
+        guard let string = value.stringValue else { throw .wrongType(member: name) }
+        return string
+    }
+
+    private static func bool(_ object: [String: JSONValue], _ name: String) throws(EventError) -> Bool? {
+        guard let value = present(object, name) else { return nil }
+        guard let bool = value.boolValue else { throw .wrongType(member: name) }
+        return bool
+    }
+
+    private static func integer(_ object: [String: JSONValue], _ name: String) throws(EventError) -> Int64? {
+        guard let value = present(object, name) else { return nil }
+        guard let integer = value.integerValue else { throw .wrongType(member: name) }
+        return integer
+    }
+
+    private static func object(_ object: [String: JSONValue], _ name: String) throws(EventError) -> [String: JSONValue]? {
+        guard let value = present(object, name) else { return nil }
+        guard let members = value.objectValue else { throw .wrongType(member: name) }
+        return members
+    }
+
+    private static func strings(_ object: [String: JSONValue], _ name: String) throws(EventError) -> [String]? {
+        guard let value = present(object, name) else { return nil }
+        guard let array = value.arrayValue else { throw .wrongType(member: name) }
+        var strings: [String] = []
+        for element in array {
+            guard let string = element.stringValue else { throw .wrongType(member: name) }
+            strings.append(string)
+        }
+        return strings
+    }
+
+    private static func stringMap(_ object: [String: JSONValue], _ name: String) throws(EventError) -> [String: String]? {
+        guard let members = try Self.object(object, name) else { return nil }
+        var map: [String: String] = [:]
+        for (key, value) in members {
+            guard let string = value.stringValue else { throw .wrongType(member: name) }
+            map[key] = string
+        }
+        return map
+    }
+}

@@ -37,11 +37,11 @@ public struct FunctionHandler<E: Endpoint> {
     ) -> Outcome {
         let event: APIGatewayV2Request
         do {
-            event = try JSONDecoder().decode(APIGatewayV2Request.self, from: Data(eventBytes))
+            event = try APIGatewayV2Request(parsing: eventBytes)
         } catch {
             let requestID = requestIDFallback ?? UUID().uuidString.lowercased()
             logger.warning("invocation event is not an API Gateway 2.0 event", metadata: ["requestId": .string(requestID)])
-            let problem = Problem.badRequest("The invocation event is not an API Gateway HTTP API 2.0 event.")
+            let problem = Problem.badRequest(error.detail)
             return Outcome(response: Self.response(for: problem, requestID: requestID), afterResponse: nil)
         }
         let requestID = Self.requestID(of: event, fallback: requestIDFallback)
@@ -108,6 +108,15 @@ public struct FunctionHandler<E: Endpoint> {
                 metadata: ["config.variable": .string(configurationError.variable),
                            "config.reason": .string(configurationError.reason)])
             return configurationError.problem
+        case let postgresError as PostgresError where postgresError.code == .invalidConnectionString:
+            // An unparseable URL is a misconfiguration (500), not an outage (503 with Retry-After).
+            logger.error(
+                "function is misconfigured",
+                metadata: ["config.variable": "DATABASE_URL", "config.reason": "cannot be parsed as a connection string"])
+            return .internalError()
+        case let postgresError as PostgresError where postgresError.code == .invalidParameter:
+            logger.warning("request refused", metadata: ["db.code": .string(postgresError.code.description)])
+            return .badRequest("The request holds a NUL character, which cannot be stored.")
         case let postgresError as PostgresError:
             var metadata: Logger.Metadata = ["db.code": .string(postgresError.code.description)]
             if let sqlState = postgresError.sqlState { metadata["db.sqlstate"] = .string(sqlState.rawValue) }

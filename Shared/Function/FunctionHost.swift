@@ -24,7 +24,7 @@ public enum FunctionHost {
         logger[metadataKey: "function"] = .string(endpoint.functionName)
         let configuration = Configuration(environment: environment)
         let handler = FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
-        let database = DatabaseSession(url: configuration.databaseURL)
+        let database = DatabaseSession(configuration: configuration)
         let push = PushResources(configuration: configuration)
         if let api = environment["AWS_LAMBDA_RUNTIME_API"], !api.isEmpty {
             logger.info("runtime API loop starting")

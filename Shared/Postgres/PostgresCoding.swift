@@ -55,7 +55,7 @@ extension Bool: PostgresEncodable, PostgresDecodable {
 extension UUID: PostgresEncodable, PostgresDecodable {
     public var postgresText: String { uuidString.lowercased() }
     public init(postgresText: String) throws(PostgresError) {
-        guard let value = UUID(uuidString: postgresText) else { throw .init(.decoding) }
+        guard let value = UUID(exactly: postgresText) else { throw .init(.decoding) }
         self = value
     }
 }

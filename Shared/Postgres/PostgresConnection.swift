@@ -16,6 +16,10 @@ public final class PostgresConnection {
     /// - Throws: ``PostgresError`` with code `.connectionFailed`; its `serverMessage` is libpq's text, which may name
     ///   the host and user but never the password.
     public init(url: String, applicationName: String = "caregiver-push") throws(PostgresError) {
+        // A string libpq cannot parse is the operator's mistake, not an outage: say so before trying to connect.
+        guard Self.isParseable(url) else {
+            throw PostgresError(.invalidConnectionString, serverMessage: "DATABASE_URL cannot be parsed")
+        }
         // Keywords before `dbname` are defaults; the expanded URI overrides them.
         let keywords = ["connect_timeout", "application_name", "dbname"]
         let values = ["5", applicationName, url]
@@ -37,6 +41,22 @@ public final class PostgresConnection {
 
     deinit {
         if let handle { PQfinish(handle) }
+    }
+
+    /// What every transaction of this connection begins with (``withTransaction(_:)``): waits bounded by
+    /// `lock_timeout` and `statement_timeout`, set with `SET LOCAL` so that they end with the transaction and never
+    /// reach another client of a transaction-pooling proxy. `nil`: none (migrations, tests).
+    public var transactionSettings: TransactionSettings?
+
+    /// Whether libpq can parse `url` as a URI or a key/value string (`PQconninfoParse`; nothing is sent).
+    static func isParseable(_ url: String) -> Bool {
+        guard !url.utf8.contains(0) else { return false }
+        var message: UnsafeMutablePointer<CChar>?
+        let options = url.withCString { PQconninfoParse($0, &message) }
+        if let message { PQfreemem(message) }
+        guard let options else { return false }
+        PQconninfoFree(options)
+        return true
     }
 
     /// Closes the connection; later calls throw `.connectionLost`.
@@ -67,6 +87,10 @@ public final class PostgresConnection {
     public func query(_ query: PostgresQuery) throws(PostgresError) -> PostgresRows {
         guard let handle else { throw PostgresError(.connectionLost, serverMessage: "connection closed") }
         let binds = query.binds
+        // libpq takes C strings: a NUL would end the value early and store something else than was asked.
+        guard !query.sql.utf8.contains(0), !binds.contains(where: { $0?.utf8.contains(0) == true }) else {
+            throw PostgresError(.invalidParameter, serverMessage: "a bind value holds a NUL character")
+        }
         let result = withOptionalCStringArray(binds) { valuePointers in
             query.sql.withCString { sql in
                 PQexecParams(handle, sql, Int32(binds.count), nil, valuePointers, nil, nil, 0)
@@ -79,6 +103,9 @@ public final class PostgresConnection {
     public func executeScript(_ script: PostgresQuery) throws(PostgresError) {
         guard let handle else { throw PostgresError(.connectionLost, serverMessage: "connection closed") }
         precondition(script.binds.isEmpty, "a script takes no parameters")
+        guard !script.sql.utf8.contains(0) else {
+            throw PostgresError(.invalidParameter, serverMessage: "the script holds a NUL character")
+        }
         let result = script.sql.withCString { PQexec(handle, $0) }
         _ = try consume(result, connection: handle)
     }

@@ -6,7 +6,8 @@
 public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
-            case connectionFailed, connectionLost, server, unexpectedResult, decoding
+            case connectionFailed, connectionLost, server, unexpectedResult, decoding, invalidConnectionString
+            case invalidParameter
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -21,6 +22,11 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         public static let unexpectedResult = Code(.unexpectedResult)
         /// A column could not be decoded into the requested Swift type.
         public static let decoding = Code(.decoding)
+        /// The connection string (`DATABASE_URL`) cannot be parsed: a configuration error, not an outage.
+        public static let invalidConnectionString = Code(.invalidConnectionString)
+        /// A bind value (or the SQL) holds a NUL, which libpq's text protocol would silently cut short. Refused before
+        /// anything is sent.
+        public static let invalidParameter = Code(.invalidParameter)
 
         public var description: String { base.rawValue }
     }
@@ -37,12 +43,20 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         self.serverMessage = serverMessage
     }
 
-    /// True when the database is unreachable rather than the request being wrong: worth a 503 and a retry.
+    /// True when the database is unreachable or too busy rather than the request being wrong: worth a 503 and a
+    /// retry.
     public var isUnavailable: Bool {
         if code == .connectionFailed || code == .connectionLost { return true }
         guard let sqlState else { return false }
         // Class 08 — connection exception; 57P01..57P03 — admin shutdown, crash shutdown, cannot connect now.
-        return sqlState.rawValue.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState.rawValue)
+        if sqlState.rawValue.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState.rawValue) { return true }
+        // A wait past lock_timeout or statement_timeout, or a conflict that outlived its retries.
+        return [.lockNotAvailable, .queryCanceled, .serializationFailure, .deadlockDetected].contains(sqlState)
+    }
+
+    /// A conflict with a concurrent transaction that the same transaction, run again, may not meet (40001, 40P01).
+    public var isRetryableConflict: Bool {
+        code == .server && (sqlState == .serializationFailure || sqlState == .deadlockDetected)
     }
 
     public var description: String { "PostgresError(code: \(code))" }
@@ -67,4 +81,5 @@ public struct SQLState: RawRepresentable, Hashable, Sendable {
     public static let deadlockDetected = SQLState(rawValue: "40P01")
     public static let undefinedTable = SQLState(rawValue: "42P01")
     public static let queryCanceled = SQLState(rawValue: "57014")
+    public static let lockNotAvailable = SQLState(rawValue: "55P03")
 }

@@ -52,6 +52,8 @@ public final class AccessTokenProvider {
             return stored.token
         }
         let token = try connection.withTransaction { connection -> (token: String, expiresAt: Date) in
+            // Whoever holds the lock may be minting: wait as long as one mint may take, not the usual lock bound.
+            try connection.query("SELECT set_config('lock_timeout', \(String(timeoutMilliseconds + 1000)), true)")
             try connection.query(
                 "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\(account.clientEmail)))")
             if let stored = try storedToken(connection), usable(stored.token, stored.expiresAt) { return stored }

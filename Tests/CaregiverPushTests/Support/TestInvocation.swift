@@ -82,10 +82,10 @@ func invoke(
 ) -> Invocation {
     _ = TestDatabase.migrated
     let captured = CapturedLog()
+    let configuration = Configuration(environment: environment)
     let handler = FunctionHandler(
-        endpoint: endpoint, configuration: Configuration(environment: environment),
-        logger: captured.logger(function: endpoint.functionName))
-    let database = DatabaseSession(url: environment["DATABASE_URL"])
+        endpoint: endpoint, configuration: configuration, logger: captured.logger(function: endpoint.functionName))
+    let database = DatabaseSession(configuration: configuration)
     defer { database.close() }
     let outcome = handler.invoke(
         eventBytes: Array(event), database: database, push: PushResources(configuration: handler.configuration))
