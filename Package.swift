@@ -97,8 +97,6 @@ let package = Package(
             dependencies: [
                 "CaregiverPush",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/CaregiverPushTests",
             swiftSettings: strict

@@ -7,25 +7,42 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:?usage: contract.sh BIN_DIR}
 
-python3 -m pip show schemathesis openapi-spec-validator cfn-lint pyyaml >/dev/null 2>&1 \
-    || python3 -m pip install -q schemathesis openapi-spec-validator cfn-lint pyyaml
-python3 -m openapi_spec_validator infra/openapi.yaml
-python3 Tests/Contract/check_routes.py
-# cfn-lint through its entry point: the pip shim may not be on PATH until pyenv rehashes.
-python3 -c 'import sys; from cfnlint.runner import main; sys.argv = ["cfn-lint", "infra/aws/template.yaml"]; sys.exit(main())'
+# The Python tools live in a venv of their own under .build/, pinned, so that what happens to be installed on the
+# machine (or missing from it) changes nothing: `pip show a b c d` succeeds when any one is installed, which once
+# skipped schemathesis on a machine that had PyYAML. Each pinned requirement is checked by its installed version.
+venv=.build/contract-venv
+requirements=(schemathesis==4.32.5 openapi-spec-validator==0.9.0 cfn-lint==1.51.0 PyYAML==6.0.3)
+python=$PWD/$venv/bin/python
+venv_ready() {
+    [ -x "$python" ] || return 1
+    local requirement
+    for requirement in "${requirements[@]}"; do
+        [ "$("$python" -m pip show "${requirement%%==*}" 2>/dev/null | sed -n 's/^Version: //p')" = "${requirement##*==}" ] \
+            || return 1
+    done
+}
+if ! venv_ready; then
+    echo "contract: installing ${requirements[*]} into $venv" >&2
+    python3 -m venv --clear "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --retries 2 --timeout 30 "${requirements[@]}"
+    venv_ready || { echo "contract: $venv does not hold ${requirements[*]}" >&2; exit 1; }
+fi
+"$python" -m openapi_spec_validator infra/openapi.yaml
+"$python" Tests/Contract/check_routes.py
+"$python" -c 'import sys; from cfnlint.runner import main; sys.argv = ["cfn-lint", "infra/aws/template.yaml"]; sys.exit(main())'
 echo "cfn-lint: infra/aws/template.yaml OK"
 
 "$bin/runner" migrate --migrations infra/migrations
 export SUPABASE_JWT_SECRET="contract-run-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export PUSH_ENVIRONMENT=DEV
 CAREGIVER_TOKEN=$("$bin/runner" token)
-PATIENT_TOKEN=$(python3 Tests/Contract/patient_session.py)
+PATIENT_TOKEN=$("$python" Tests/Contract/patient_session.py)
 export CAREGIVER_TOKEN PATIENT_TOKEN
 
 source scripts/runner-lib.sh
 start_runner "$(mktemp -d /tmp/caregiver-push-contract.XXXXXX)" "$bin/runner" --mode warm --fcm-emulator \
     --functions infra/functions.json --bin-dir "$bin"
 # A fixed seed keeps the gate deterministic; run `st run` without it locally to explore further.
-(cd infra/contract && python3 -m schemathesis.cli run ../openapi.yaml --url "http://127.0.0.1:$port" --checks all \
+(cd infra/contract && "$python" -m schemathesis.cli run ../openapi.yaml --url "http://127.0.0.1:$port" --checks all \
     --seed "${SCHEMATHESIS_SEED:-20261122}" --no-color \
     ${LEAK_CAPTURE_DIR:+--report har --report-har-path "$LEAK_CAPTURE_DIR/schemathesis.har"})

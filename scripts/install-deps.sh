@@ -10,12 +10,10 @@ pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v curl >/dev/null 2>&1 || missing+=(curl)  # the runner tests' shell-script workers use it
-# `make bench` only: its fan-out peer (firebase-admin) lives in a venv; Debian's python3 lacks ensurepip without
-# python3-venv.
-if [ "${1:-}" = "--bench-peer" ]; then
-    command -v python3 >/dev/null 2>&1 || missing+=(python3)
-    python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
-fi
+# The contract checks' tools (make test) and the bench's fan-out peer (make bench) live in venvs under .build/;
+# Debian's python3 lacks ensurepip without python3-venv.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 
 # `make soak` only: wrk drives the runner.
 if [ "${1:-}" = "--soak" ]; then

@@ -154,10 +154,14 @@ public final class FunctionProcess: Sendable {
     /// Whether the process has ended.
     public var hasExited: Bool { state.withLock { $0.exitStatus != nil } }
 
-    /// Sends `signal` (SIGKILL by default) unless the process has already ended.
+    /// Sends `signal` (SIGKILL by default) to the process and everything it started, unless it has already ended.
+    ///
+    /// Foundation starts the child as the leader of a process group of its own, so the group is signalled: a function
+    /// killed at its timeout must not leave a child behind that goes on working (or holding the descriptors by which
+    /// its exit is noticed).
     public func kill(_ signal: Int32 = SIGKILL) {
         guard !hasExited else { return }
-        _ = Glibc.kill(pid, signal)
+        if Glibc.kill(-pid, signal) != 0 { _ = Glibc.kill(pid, signal) }
     }
 }
 

@@ -286,7 +286,9 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        let body = (try? JSONEncoder().encode(problem)) ?? Data()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(problem)) ?? Data()
         var head = "HTTP/1.1 \(status) \(problem.title)\r\ncontent-type: application/problem+json\r\n"
         for (name, value) in problem.headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         head += "cache-control: no-store\r\nconnection: close\r\ncontent-length: \(body.count)\r\n\r\n"

@@ -90,16 +90,19 @@ struct ScriptFunctions {
     let directory: URL
     let table: URL
 
+    /// One script function: its shell body and its row of the function table.
+    struct Spec {
+        var body: String
+        var timeoutSeconds = 2
+        var memoryMB = 128
+        var concurrency = 2
+    }
+
+    /// Polls for the next event (a warm worker); `|| exit 0` so that a worker whose runner has gone leaves.
+    static let next =
+        #"curl -sf -o /dev/null -D "$TMPDIR_SCRIPT/headers" "http://$AWS_LAMBDA_RUNTIME_API/2018-06-01/runtime/invocation/next" || exit 0"#
+
     static func make(timeoutSeconds: Int = 2, concurrency: Int = 2) throws -> ScriptFunctions {
-        // Shell-script workers poll with curl; install-deps.sh installs it.
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("script-functions-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        // A worker whose runner has gone must leave, not spin: `|| exit 0`.
-        let next = #"curl -sf -o /dev/null -D "$TMPDIR_SCRIPT/headers" "http://$AWS_LAMBDA_RUNTIME_API/2018-06-01/runtime/invocation/next" || exit 0"#
-        let respond = """
-            id=$(grep -i '^lambda-runtime-aws-request-id:' "$TMPDIR_SCRIPT/headers" | cut -d' ' -f2 | tr -d '\\r')
-            curl -s -o /dev/null -X POST --data-binary "$1" "http://$AWS_LAMBDA_RUNTIME_API/2018-06-01/runtime/invocation/$id/response"
-            """
         let scripts: [String: String] = [
             "sleepy": """
                 if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then \(next); fi
@@ -129,17 +132,33 @@ struct ScriptFunctions {
                 cat > /dev/null; sleep 1; echo '{"statusCode":200,"body":"slow"}'
                 """,
         ]
+        return try make(
+            scripts.mapValues {
+                Spec(body: $0, timeoutSeconds: timeoutSeconds, concurrency: $0.contains("sleep 1") ? 1 : concurrency)
+            })
+    }
+
+    /// Script functions of one's own. Each script has `next` (see above) and `reply JSON` (post a response for the
+    /// event `next` fetched) at hand, and `$TMPDIR_SCRIPT`.
+    static func make(_ specs: [String: Spec]) throws -> ScriptFunctions {
+        // Shell-script workers poll with curl; install-deps.sh installs it.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("script-functions-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let respond = """
+            id=$(grep -i '^lambda-runtime-aws-request-id:' "$TMPDIR_SCRIPT/headers" | cut -d' ' -f2 | tr -d '\\r')
+            curl -s -o /dev/null -X POST --data-binary "$1" "http://$AWS_LAMBDA_RUNTIME_API/2018-06-01/runtime/invocation/$id/response"
+            """
         var functions: [JSONValue] = []
-        for (name, body) in scripts {
+        for (name, spec) in specs {
             let file = directory.appendingPathComponent(name)
-            let text = "#!/bin/sh\nTMPDIR_SCRIPT=$(mktemp -d)\nreply() {\n\(respond)\n}\n\(body)\n"
+            let text = "#!/bin/sh\nTMPDIR_SCRIPT=$(mktemp -d)\nreply() {\n\(respond)\n}\n\(spec.body)\n"
             try text.write(to: file, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
             functions.append(
                 .object([
                     "name": .string(name), "method": .string("POST"), "path": .string("/test/\(name)"),
-                    "timeoutSeconds": .number(Double(timeoutSeconds)), "memoryMB": .number(128),
-                    "concurrency": .number(Double(name == "slow" ? 1 : concurrency)),
+                    "timeoutSeconds": .number(Double(spec.timeoutSeconds)), "memoryMB": .number(Double(spec.memoryMB)),
+                    "concurrency": .number(Double(spec.concurrency)),
                 ]))
         }
         let table = directory.appendingPathComponent("functions.json")
