@@ -72,6 +72,8 @@ struct PushDeepLinkTests {
         let replacements: [(String, Any)] = [
             ("type", 1), ("type", ["DOSE_TAKEN"]), ("date", 20_260_211), ("date", Date()), ("slot", 0),
             ("slot", NSNull()), ("slot", ["morning"]), ("type", Optional<String>.none as Any),
+            // Not strings, though they print exactly as the right string would.
+            ("type", Substring("DOSE_TAKEN")), ("date", Substring("2026-02-11")), ("slot", Slot.evening),
         ]
         for (key, value) in replacements {
             var userInfo: [AnyHashable: Any] = good
