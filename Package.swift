@@ -40,6 +40,17 @@ let package = Package(
             name: "CCurl", path: "Shared/C/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(
             name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .target(
+            name: "CaregiverPush",
+            dependencies: [
+                "CLibpq", "CCurl", "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+                "PushPayloadContract",
+            ],
+            path: "Shared",
+            exclude: ["C"],
+            swiftSettings: strict
+        ),
         // The push payload's slot enum, `data` keys and `type`: the one definition the server's message builder and
         // the app's deep-link router share. Foundation-free, so the app pays nothing for it.
         .target(name: "PushPayloadContract", path: "Client/PushPayloadContract", swiftSettings: strict),
@@ -48,16 +59,6 @@ let package = Package(
             name: "CaregiverPushClient",
             dependencies: ["PushPayloadContract"],
             path: "Client/CaregiverPushClient",
-            swiftSettings: strict
-        ),
-        .target(
-            name: "CaregiverPush",
-            dependencies: [
-                "CLibpq", "CCurl", "COpenSSL", "PushPayloadContract",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Shared",
-            exclude: ["C"],
             swiftSettings: strict
         ),
         .target(
