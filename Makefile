@@ -48,10 +48,10 @@ migrate:
 	DATABASE_URL="$(DEV_DB_URL)" "$$(swift build --show-bin-path)/runner" migrate
 
 format:
-	swift format --in-place --recursive Package.swift Functions Shared runner Tests
+	swift format --in-place --recursive Package.swift Functions Shared runner Tests Client
 
 lint:
-	swift format lint --strict --recursive Package.swift Functions Shared runner Tests
+	swift format lint --strict --recursive Package.swift Functions Shared runner Tests Client
 
 clean:
 	-scripts/pg.sh stop $(DEV_PG_DIR)

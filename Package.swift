@@ -18,11 +18,14 @@ let functions: [(product: String, target: String)] = [
 
 let package = Package(
     name: "caregiver-push",
-    platforms: [.macOS(.v15)],
+    // iOS is for the app's `CaregiverPushClient` (iOS 17+); the server's targets only ever build on Linux and macOS.
+    platforms: [.macOS(.v15), .iOS(.v17)],
     products: functions.map { .executable(name: $0.product, targets: [$0.target]) } + [
         .executable(name: "runner", targets: ["Runner"]),
         .executable(name: "bench", targets: ["Benchmarks"]),
         .library(name: "CaregiverPush", targets: ["CaregiverPush"]),
+        // What the caregiver's iOS app adds through SwiftPM: deep links, the push toggle, token lifecycle, API client.
+        .library(name: "CaregiverPushClient", targets: ["CaregiverPushClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -46,9 +49,20 @@ let package = Package(
             dependencies: [
                 "CLibpq", "CCurl", "COpenSSL", "CProcessLimits",
                 .product(name: "Logging", package: "swift-log"),
+                "PushPayloadContract",
             ],
             path: "Shared",
             exclude: ["C"],
+            swiftSettings: strict
+        ),
+        // The push payload's slot enum, `data` keys and `type`: the one definition the server's message builder and
+        // the app's deep-link router share. Foundation-free, so the app pays nothing for it.
+        .target(name: "PushPayloadContract", path: "Client/PushPayloadContract", swiftSettings: strict),
+        // The app side. Depends on nothing of the server's: Foundation (FoundationNetworking on Linux) and Observation.
+        .target(
+            name: "CaregiverPushClient",
+            dependencies: ["PushPayloadContract"],
+            path: "Client/CaregiverPushClient",
             swiftSettings: strict
         ),
         .target(
@@ -96,6 +110,7 @@ let package = Package(
             name: "CaregiverPushTests",
             dependencies: [
                 "CaregiverPush",
+                "CaregiverPushClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/CaregiverPushTests",

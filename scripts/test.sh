@@ -14,6 +14,8 @@ run_tests() {
     scripts/contract.sh "$FUNCTIONS_BIN_DIR"
     scripts/release-check.sh
     swift test "$@"
+    # The app's view of the CaregiverPushClient product: a package outside this one, public API only (whole runs).
+    [ "$#" -gt 0 ] || swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer
     # Only a whole run (no filter) has captured enough to judge. First the scan must catch a planted token.
     if [ "$#" -eq 0 ]; then
         planted=$(mktemp -d /tmp/caregiver-push-leak-selftest.XXXXXX)

@@ -1,4 +1,5 @@
 import Foundation
+import PushPayloadContract
 
 /// Wall-clock arithmetic in Asia/Tokyo (UTC+09:00, no daylight saving since 1951), done with integers so that it
 /// never depends on the machine's time-zone database (SPEC §7).
@@ -27,10 +28,11 @@ public enum TokyoClock {
     }
 }
 
-/// The four parts of a day a dose belongs to, by Tokyo wall-clock time (SPEC §7).
-public enum Slot: String, Sendable, CaseIterable, Codable {
-    case morning, noon, evening, bedtime
+/// The four parts of a day a dose belongs to, by Tokyo wall-clock time (SPEC §7). Defined once in
+/// `PushPayloadContract`, which the caregiver app's `CaregiverPushClient` reads pushes with.
+public typealias Slot = PushPayloadContract.Slot
 
+extension Slot {
     /// `morning` 04:00–10:59, `noon` 11:00–15:59, `evening` 16:00–19:59, `bedtime` 20:00–03:59.
     public init(minuteOfDay minute: Int) {
         switch minute {

@@ -1,4 +1,5 @@
 import Foundation
+import PushPayloadContract
 
 /// A TAKEN dose to tell caregivers about: everything the push needs, and nothing else — no medication, no dose.
 public struct DoseTakenEvent: Sendable, Equatable {
@@ -39,7 +40,8 @@ public struct DoseTakenEvent: Sendable, Equatable {
     }
 }
 
-/// The FCM HTTP v1 message for one device (SPEC §9.4).
+/// The FCM HTTP v1 message for one device (SPEC §9.4). The `data` keys and `type` come from `PushPayloadContract`,
+/// which the app's deep-link router reads them with.
 public enum DoseTakenMessage {
     public static let title = "服薬記録"
 
@@ -58,9 +60,12 @@ public enum DoseTakenMessage {
                     "body": .string(body(displayName: displayName, withinTime: event.withinTime)),
                 ]),
                 "data": .object([
-                    "type": .string("DOSE_TAKEN"), "patientId": .string(patient), "date": .string(event.date),
-                    "slot": .string(event.slot.rawValue),
-                    "recordingGroupId": .string(event.recordingGroupID?.uuidString.lowercased() ?? ""),
+                    DoseTakenPayload.Key.type: .string(DoseTakenPayload.type),
+                    DoseTakenPayload.Key.patientID: .string(patient),
+                    DoseTakenPayload.Key.date: .string(event.date),
+                    DoseTakenPayload.Key.slot: .string(event.slot.rawValue),
+                    DoseTakenPayload.Key.recordingGroupID: .string(
+                        event.recordingGroupID?.uuidString.lowercased() ?? ""),
                 ]),
                 "apns": .object([
                     "headers": .object(["apns-collapse-id": .string(event.collapseID)]),

@@ -1,0 +1,35 @@
+/// Where a tapped notification leads: the History screen, at one Tokyo date and slot.
+public struct NotificationDeepLinkTarget: Hashable, Sendable {
+    /// The dose's Tokyo date, `YYYY-MM-DD`; always a real calendar date.
+    public let dateKey: String
+    public let slot: Slot
+
+    /// - Returns: `nil` unless `dateKey` is a valid `YYYY-MM-DD` calendar date.
+    public init?(dateKey: String, slot: Slot) {
+        guard Self.isValidDateKey(dateKey) else { return nil }
+        self.dateKey = dateKey
+        self.slot = slot
+    }
+
+    /// `YYYY-MM-DD` with ASCII digits, month 01–12 and a day that exists in that month (leap years included).
+    ///
+    /// Integer arithmetic, not `DateFormatter`: a formatter is lenient in ways that differ between platforms and
+    /// locales, and the server writes exactly this shape.
+    public static func isValidDateKey(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-") else { return false }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10) else { return false }
+        guard year >= 1, (1...12).contains(month) else { return false }
+        let isLeap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, isLeap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        return (1...days).contains(day)
+    }
+}

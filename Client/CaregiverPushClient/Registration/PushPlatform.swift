@@ -1,0 +1,54 @@
+import Foundation
+
+// What the app implements around the library: the pieces that only exist on the phone. Each is small enough that
+// docs/app-integration.md shows the whole conformance.
+
+/// Asks the caregiver to allow notifications: `UNUserNotificationCenter.requestAuthorization(options:)`.
+@MainActor
+public protocol NotificationPermission {
+    /// - Returns: whether notifications are allowed. iOS asks only the first time; later calls answer at once.
+    func requestAuthorization() async throws -> Bool
+}
+
+/// The phone's current FCM registration token: `Messaging.messaging().token()`.
+@MainActor
+public protocol PushTokenSource {
+    func currentToken() async throws -> String
+}
+
+/// Small persisted values, read and written on the main actor: `UserDefaults`, or the Keychain for what must survive
+/// a reinstall (see ``PushTokenLifecycle``'s `installationStore`).
+@MainActor
+public protocol PushStateStore {
+    func string(forKey key: String) -> String?
+    /// Stores `value`, or removes the key when it is `nil`.
+    func set(_ value: String?, forKey key: String)
+}
+
+/// The current time, so that the 30-day re-registration can be tested without waiting 30 days.
+public protocol PushClock: Sendable {
+    func now() -> Date
+}
+
+/// The system clock.
+public struct SystemPushClock: PushClock {
+    public init() {}
+    public func now() -> Date { Date() }
+}
+
+/// A ``PushStateStore`` over `UserDefaults`: what the app uses for everything but the installation id.
+public struct UserDefaultsPushStateStore: PushStateStore {
+    private let defaults: UserDefaults
+
+    public init(defaults: UserDefaults) {
+        self.defaults = defaults
+    }
+
+    public func string(forKey key: String) -> String? {
+        defaults.string(forKey: key)
+    }
+
+    public func set(_ value: String?, forKey key: String) {
+        if let value { defaults.set(value, forKey: key) } else { defaults.removeObject(forKey: key) }
+    }
+}

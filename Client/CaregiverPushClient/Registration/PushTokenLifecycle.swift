@@ -1,0 +1,157 @@
+import Foundation
+
+/// Keeps the server's record of this phone's FCM token current (seeds' T026; the 004 checklist's §19 and §22 gates).
+///
+/// On launch and on every token refresh callback, while the caregiver has push turned on, it registers when
+/// - the token differs from the last one registered (or the environment does), or
+/// - the last successful registration is older than ``refreshInterval`` (30 days, Google's monthly token refresh
+///   guidance; the server also uses `last_seen_at` to find stale devices), or
+/// - the last attempt failed (so a failed write is retried on the next launch).
+///
+/// Otherwise it sends nothing, so repeated launches do not add registrations. Registrations and unregistrations run
+/// one at a time: a second trigger waits for the one in flight, then decides afresh, so the same token is never
+/// registered twice at once and a newer token always lands after an older one.
+///
+/// Each registration carries ``installationId``, created once and kept in `installationStore`. The server disables
+/// this caregiver's other devices with the same installation id as `REPLACED` — the "latest token replaces the old
+/// one" gate. For that to hold across a delete-and-reinstall, the app backs `installationStore` with the Keychain,
+/// which iOS keeps when an app is deleted; `UserDefaults` is erased with the app.
+@MainActor
+public final class PushTokenLifecycle {
+    /// A registration older than this is renewed on the next launch or token callback.
+    public static let refreshInterval: TimeInterval = 30 * 24 * 60 * 60
+
+    /// The keys this type writes; all under `caregiverPush.`.
+    public enum StateKey {
+        public static let isPushEnabled = "caregiverPush.isPushEnabled"
+        public static let installationId = "caregiverPush.installationId"
+        public static let registeredToken = "caregiverPush.registeredToken"
+        public static let registeredEnvironment = "caregiverPush.registeredEnvironment"
+        public static let lastSuccessAt = "caregiverPush.lastSuccessAt"
+        public static let lastAttemptFailed = "caregiverPush.lastAttemptFailed"
+    }
+
+    public let environment: PushEnvironment
+    let tokenSource: any PushTokenSource
+    private let api: PushAPIClient
+    private let store: any PushStateStore
+    private let installationStore: any PushStateStore
+    private let clock: any PushClock
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// - Parameters:
+    ///   - environment: `.dev` in debug builds, `.prod` in release builds; the app decides.
+    ///   - store: the toggle and registration state (`UserDefaults`).
+    ///   - installationStore: where ``installationId`` lives (the Keychain in the app); `store` when `nil`.
+    public init(
+        api: PushAPIClient, environment: PushEnvironment, tokenSource: any PushTokenSource,
+        store: any PushStateStore, installationStore: (any PushStateStore)? = nil,
+        clock: any PushClock = SystemPushClock()
+    ) {
+        self.api = api
+        self.environment = environment
+        self.tokenSource = tokenSource
+        self.store = store
+        self.installationStore = installationStore ?? store
+        self.clock = clock
+    }
+
+    /// Whether the caregiver turned push on (and the server accepted this phone); off until then.
+    public var isPushEnabled: Bool { store.string(forKey: StateKey.isPushEnabled) == "true" }
+
+    /// This install's id, made on first use and kept from then on.
+    public var installationId: String {
+        if let existing = installationStore.string(forKey: StateKey.installationId) { return existing }
+        let made = UUID().uuidString.lowercased()
+        installationStore.set(made, forKey: StateKey.installationId)
+        return made
+    }
+
+    /// Call from `application(_:didFinishLaunchingWithOptions:)` (in a `Task`): registers the current token if one
+    /// of the rules above says so. Does nothing while push is off; failures are kept for the next launch.
+    public func applicationDidLaunch() async {
+        guard isPushEnabled, let token = try? await tokenSource.currentToken() else { return }
+        _ = try? await registerIfNeeded(token: token)
+    }
+
+    /// Call from `MessagingDelegate.messaging(_:didReceiveRegistrationToken:)`.
+    public func tokenDidRefresh(_ token: String) async {
+        guard isPushEnabled else { return }
+        _ = try? await registerIfNeeded(token: token)
+    }
+
+    /// Registers `token` when one of the rules says so and push is on.
+    /// - Returns: whether a registration was sent (and succeeded).
+    /// - Throws: ``PushAPIError`` when the registration was sent and failed.
+    @discardableResult
+    public func registerIfNeeded(token: String) async throws(PushAPIError) -> Bool {
+        await acquire()
+        defer { release() }
+        guard isPushEnabled, needsRegistration(token) else { return false }
+        try await register(token)
+        return true
+    }
+
+    /// Turns push on: registers `token` whatever the rules say, then records push as on.
+    /// - Throws: ``PushAPIError``; push stays as it was.
+    func turnOn(token: String) async throws(PushAPIError) {
+        await acquire()
+        defer { release() }
+        try await register(token)
+        store.set("true", forKey: StateKey.isPushEnabled)
+    }
+
+    /// Turns push off: unregisters the registered token (or the current one), then forgets the registration.
+    /// - Throws: ``PushAPIError``; push stays on.
+    func turnOff() async throws(PushAPIError) {
+        await acquire()
+        defer { release() }
+        var token = store.string(forKey: StateKey.registeredToken)
+        if token == nil { token = try? await tokenSource.currentToken() }
+        if let token { try await api.unregister(token: token) }
+        for key in [
+            StateKey.isPushEnabled, StateKey.registeredToken, StateKey.registeredEnvironment, StateKey.lastSuccessAt,
+            StateKey.lastAttemptFailed,
+        ] {
+            store.set(nil, forKey: key)
+        }
+    }
+
+    private func needsRegistration(_ token: String) -> Bool {
+        if store.string(forKey: StateKey.lastAttemptFailed) == "true" { return true }
+        guard store.string(forKey: StateKey.registeredToken) == token,
+            store.string(forKey: StateKey.registeredEnvironment) == environment.rawValue,
+            let last = store.string(forKey: StateKey.lastSuccessAt).flatMap(Double.init)
+        else { return true }
+        return clock.now().timeIntervalSince1970 - last >= Self.refreshInterval
+    }
+
+    /// Sends one registration and records its outcome. The caller holds the lock.
+    private func register(_ token: String) async throws(PushAPIError) {
+        do {
+            try await api.register(token: token, environment: environment, installationId: installationId)
+        } catch {
+            store.set("true", forKey: StateKey.lastAttemptFailed)
+            throw error
+        }
+        store.set(token, forKey: StateKey.registeredToken)
+        store.set(environment.rawValue, forKey: StateKey.registeredEnvironment)
+        store.set(String(clock.now().timeIntervalSince1970), forKey: StateKey.lastSuccessAt)
+        store.set(nil, forKey: StateKey.lastAttemptFailed)
+    }
+
+    // One operation at a time, on the main actor: a waiter is handed the lock directly by `release()`.
+
+    private func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func release() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+}
