@@ -8,7 +8,8 @@ import Logging
 /// when `Functions/` or `Shared/` change.
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "dev", abstract: "Start the local stack: database, migrations, demo data, runner with FCM emulator.")
+        commandName: "dev",
+        abstract: "Start the local stack: database, migrations, demo data, runner with FCM emulator.")
 
     @Option(help: "HTTP port.")
     var port: Int = 3000
@@ -49,15 +50,18 @@ struct DevCommand: AsyncParsableCommand {
         let watching = Task { await watcher.run() }
         defer { watching.cancel() }
         try await server.run(grace: .seconds(15)) { boundPort in
-            FileHandle.standardOutput.write(Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo).utf8))
+            FileHandle.standardOutput.write(
+                Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo).utf8))
         }
     }
 
     /// Says what is missing instead of installing it (make dev installs).
     private func checkPrerequisites() throws {
-        guard FileManager.default.fileExists(atPath: "scripts/pg.sh"), FileManager.default.fileExists(atPath: "infra/migrations")
+        guard FileManager.default.fileExists(atPath: "scripts/pg.sh"),
+            FileManager.default.fileExists(atPath: "infra/migrations")
         else { throw ValidationError("run `runner dev` from the repository root (or use `make dev`)") }
-        let hasPostgres = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.isEmpty == false
+        let hasPostgres =
+            (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.isEmpty == false
         guard hasPostgres else {
             throw ValidationError("PostgreSQL is not installed: `make dev` installs it (apt-get install postgresql)")
         }
@@ -66,7 +70,9 @@ struct DevCommand: AsyncParsableCommand {
     private func runScript(_ path: String, _ arguments: [String]) throws {
         let result = try ChildProcess.run(
             executable: URL(fileURLWithPath: path), arguments: arguments, input: Data(), forwardStandardError: true)
-        guard result.exitStatus == 0 else { throw ValidationError("\(path) \(arguments.joined(separator: " ")) failed") }
+        guard result.exitStatus == 0 else {
+            throw ValidationError("\(path) \(arguments.joined(separator: " ")) failed")
+        }
     }
 
     /// A random HS256 secret kept in `.data/`, so tokens stay valid across restarts.
@@ -100,18 +106,25 @@ struct DevCommand: AsyncParsableCommand {
         try connection.withTransaction { connection in
             try connection.query("DELETE FROM patients WHERE id = \(patient)")
             try connection.query("INSERT INTO patients (id, display_name) VALUES (\(patient), '山田花子')")
-            try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
-            for (index, (slot, time)) in [(Slot.morning, "08:00"), (.noon, "12:00"), (.evening, "18:00"), (.bedtime, "21:00")].enumerated() {
+            try connection.query(
+                "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+            for (index, (slot, time)) in [
+                (Slot.morning, "08:00"), (.noon, "12:00"), (.evening, "18:00"), (.bedtime, "21:00"),
+            ].enumerated() {
                 let id = UUID(uuidString: "33333333-3333-4333-8333-00000000000\(index + 1)")!
                 try connection.query(
-                    "INSERT INTO medications (id, patient_id, name, start_date) VALUES (\(id), \(patient), \("デモの薬 \(slot.rawValue)"), '2020-01-01')")
-                try connection.query("INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)")
+                    "INSERT INTO medications (id, patient_id, name, start_date) VALUES (\(id), \(patient), \("デモの薬 \(slot.rawValue)"), '2020-01-01')"
+                )
+                try connection.query(
+                    "INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)")
                 medications[slot] = id
             }
             try connection.query(
-                "INSERT INTO medications (id, patient_id, name, is_prn, start_date) VALUES (\(prn), \(patient), 'デモの頓服薬', true, '2020-01-01')")
+                "INSERT INTO medications (id, patient_id, name, is_prn, start_date) VALUES (\(prn), \(patient), 'デモの頓服薬', true, '2020-01-01')"
+            )
             try connection.query(
-                "DELETE FROM push_deliveries WHERE push_device_id IN (SELECT id FROM push_devices WHERE owner_id = \(caregiver))")
+                "DELETE FROM push_deliveries WHERE push_device_id IN (SELECT id FROM push_devices WHERE owner_id = \(caregiver))"
+            )
         }
         _ = try PushDeviceRegistry(connection: connection).register(
             .init(token: Self.demoDevice, platform: .ios, environment: .development, installationID: "demo-install"),

@@ -17,10 +17,11 @@ struct Token: ParsableCommand {
         guard let secret = ProcessInfo.processInfo.environment["SUPABASE_JWT_SECRET"], !secret.isEmpty else {
             throw ValidationError("SUPABASE_JWT_SECRET is not set")
         }
-        let subject = try caregiver.map { text -> UUID in
-            guard let id = UUID(exactly: text) else { throw ValidationError("--caregiver must be a UUID") }
-            return id
-        } ?? UUID()
+        let subject =
+            try caregiver.map { text -> UUID in
+                guard let id = UUID(exactly: text) else { throw ValidationError("--caregiver must be a UUID") }
+                return id
+            } ?? UUID()
         let now = Date().timeIntervalSince1970.rounded(.down)
         let token = try JWTSigner.sign(
             header: [:],

@@ -54,7 +54,8 @@ public struct Configuration: Sendable {
                     jwksJSON = contents
                 } else {
                     jwksJSON = nil
-                    errors.append(ConfigurationError(variable: "SUPABASE_JWKS", reason: "the file it names cannot be read"))
+                    errors.append(
+                        ConfigurationError(variable: "SUPABASE_JWKS", reason: "the file it names cannot be read"))
                 }
             } else {
                 jwksJSON = jwks
@@ -97,7 +98,8 @@ public struct Configuration: Sendable {
             }
             bounds.append(milliseconds)
         }
-        transactionSettings = TransactionSettings(lockTimeoutMilliseconds: bounds[0], statementTimeoutMilliseconds: bounds[1])
+        transactionSettings = TransactionSettings(
+            lockTimeoutMilliseconds: bounds[0], statementTimeoutMilliseconds: bounds[1])
     }
 
     /// Checks what every invocation needs: a database URL and at least one way to verify caregiver tokens.
@@ -107,11 +109,14 @@ public struct Configuration: Sendable {
             throw ConfigurationError(variable: "DATABASE_URL", reason: "is not set")
         }
         guard jwtSecret != nil || jwksJSON != nil else {
-            if let keyError = errors.first(where: { $0.variable.hasPrefix("SUPABASE_JWT") || $0.variable == "SUPABASE_JWKS" }) {
+            if let keyError = errors.first(where: {
+                $0.variable.hasPrefix("SUPABASE_JWT") || $0.variable == "SUPABASE_JWKS"
+            }) {
                 throw keyError
             }
             throw ConfigurationError(
-                variable: "SUPABASE_JWT_SECRET", reason: "is not set (nor SUPABASE_JWKS): caregiver tokens cannot be verified")
+                variable: "SUPABASE_JWT_SECRET",
+                reason: "is not set (nor SUPABASE_JWKS): caregiver tokens cannot be verified")
         }
     }
 }

@@ -20,7 +20,8 @@ public struct DoseRecord: Endpoint {
         let (access, record, recordedTakenAt, updatedCount) = try context.database.withTransaction(
             logger: context.logger
         ) { connection -> (PatientAccess, DoseRecordBody, Date, Int) in
-            let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
+            let access = try PatientAccess.resolve(
+                principal, requestedPatientID: fields.patientID, connection: connection)
             let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
             try Self.checkSchedule(medication, scheduledAt: scheduledAt, now: context.now, connection: connection)
             let inserted = try connection.query(
@@ -88,20 +89,28 @@ public struct DoseRecord: Endpoint {
         _ medication: Medication, scheduledAt: Date, now: Date, connection: PostgresConnection
     ) throws {
         guard !medication.isPRN else {
-            throw Problem.validation([.init(field: "medicationId", message: "medicationId must be a scheduled (not as-needed) medication")])
+            throw Problem.validation([
+                .init(field: "medicationId", message: "medicationId must be a scheduled (not as-needed) medication")
+            ])
         }
         let date = LocalDate(tokyoDateOf: scheduledAt)
         guard !DoseRules.isFutureDate(date, now: now) else {
-            throw Problem.validation([.init(field: "scheduledAt", message: "scheduledAt may not be on a date after today (Asia/Tokyo)")])
+            throw Problem.validation([
+                .init(field: "scheduledAt", message: "scheduledAt may not be on a date after today (Asia/Tokyo)")
+            ])
         }
         guard medication.isActive(on: date) else {
-            throw Problem.validation([.init(field: "scheduledAt", message: "the medication is not active on the date of scheduledAt")])
+            throw Problem.validation([
+                .init(field: "scheduledAt", message: "the medication is not active on the date of scheduledAt")
+            ])
         }
         let minute = TokyoClock.minuteOfDay(scheduledAt)
         guard scheduledAt == DoseRules.scheduledInstant(date: date, minuteOfDay: minute),
             try medication.isScheduled(atMinute: minute, connection: connection)
         else {
-            throw Problem.validation([.init(field: "scheduledAt", message: "scheduledAt is not a scheduled time of this medication")])
+            throw Problem.validation([
+                .init(field: "scheduledAt", message: "scheduledAt is not a scheduled time of this medication")
+            ])
         }
     }
 }

@@ -29,16 +29,23 @@ public struct PrnRecord: Endpoint {
         // One transaction: waits are bounded by the session's lock_timeout, a conflict is retried whole, and the push
         // runs only after the commit (the response's post-response work).
         return try context.database.withTransaction(logger: context.logger) { connection -> EndpointResponse in
-            let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
-            if let idempotencyKey, let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection) {
+            let access = try PatientAccess.resolve(
+                principal, requestedPatientID: fields.patientID, connection: connection)
+            if let idempotencyKey,
+                let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
+            {
                 return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
             }
             let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
             guard medication.isPRN else {
-                throw Problem.validation([.init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")])
+                throw Problem.validation([
+                    .init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")
+                ])
             }
             guard medication.isActive(on: LocalDate(tokyoDateOf: takenAt.date)) else {
-                throw Problem.validation([.init(field: "takenAt", message: "the medication is not active on the date of takenAt")])
+                throw Problem.validation([
+                    .init(field: "takenAt", message: "the medication is not active on the date of takenAt")
+                ])
             }
             let inserted = try connection.query(
                 """
@@ -53,7 +60,8 @@ public struct PrnRecord: Endpoint {
             ).single
             guard let inserted else {
                 // Another request with this key committed between our look-up and our insert.
-                guard let idempotencyKey, let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
+                guard let idempotencyKey,
+                    let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
                 else { throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row") }
                 return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
             }
@@ -63,8 +71,9 @@ public struct PrnRecord: Endpoint {
                 patientID: access.patientID, date: record.record.date, slot: record.record.slot, recordingGroupID: nil,
                 takenAt: takenAt.date, withinTime: false, actingCaregiverID: access.actingCaregiverID)
             return EndpointResponse(
-                body: RecordResponse(record: record.record, updatedCount: 1), afterResponse: PushDispatcher.afterResponse(event))
-    
+                body: RecordResponse(record: record.record, updatedCount: 1),
+                afterResponse: PushDispatcher.afterResponse(event))
+
         }
     }
 
@@ -123,10 +132,15 @@ public struct PrnRecord: Endpoint {
         return EndpointResponse(body: RecordResponse(record: earlier.record, updatedCount: 0))
     }
 
-    private static func body(_ row: PostgresRow, patientID: UUID) throws -> (record: PRNRecordBody, fingerprint: String) {
+    private static func body(_ row: PostgresRow, patientID: UUID) throws -> (record: PRNRecordBody, fingerprint: String)
+    {
         let (id, medicationID, takenAt, quantity) = try row.decode((UUID, UUID, Date, Int).self)
         let fingerprint = try row.decode(String?.self, at: 4) ?? ""
-        return (PRNRecordBody(id: id, patientID: patientID, medicationID: medicationID, takenAt: takenAt, quantity: quantity), fingerprint)
+        return (
+            PRNRecordBody(
+                id: id, patientID: patientID, medicationID: medicationID, takenAt: takenAt, quantity: quantity),
+            fingerprint
+        )
     }
 }
 

@@ -184,7 +184,8 @@ extension APIGatewayV2Request {
         return integer
     }
 
-    private static func object(_ object: [String: JSONValue], _ name: String) throws(EventError) -> [String: JSONValue]? {
+    private static func object(_ object: [String: JSONValue], _ name: String) throws(EventError) -> [String: JSONValue]?
+    {
         guard let value = present(object, name) else { return nil }
         guard let members = value.objectValue else { throw .wrongType(member: name) }
         return members
@@ -201,7 +202,8 @@ extension APIGatewayV2Request {
         return strings
     }
 
-    private static func stringMap(_ object: [String: JSONValue], _ name: String) throws(EventError) -> [String: String]? {
+    private static func stringMap(_ object: [String: JSONValue], _ name: String) throws(EventError) -> [String: String]?
+    {
         guard let members = try Self.object(object, name) else { return nil }
         var map: [String: String] = [:]
         for (key, value) in members {

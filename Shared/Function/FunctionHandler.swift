@@ -40,7 +40,8 @@ public struct FunctionHandler<E: Endpoint> {
             event = try APIGatewayV2Request(parsing: eventBytes)
         } catch {
             let requestID = requestIDFallback ?? UUID().uuidString.lowercased()
-            logger.warning("invocation event is not an API Gateway 2.0 event", metadata: ["requestId": .string(requestID)])
+            logger.warning(
+                "invocation event is not an API Gateway 2.0 event", metadata: ["requestId": .string(requestID)])
             let problem = Problem.badRequest(error.detail)
             return Outcome(response: Self.response(for: problem, requestID: requestID), afterResponse: nil)
         }
@@ -105,14 +106,18 @@ public struct FunctionHandler<E: Endpoint> {
         case let configurationError as ConfigurationError:
             logger.error(
                 "function is misconfigured",
-                metadata: ["config.variable": .string(configurationError.variable),
-                           "config.reason": .string(configurationError.reason)])
+                metadata: [
+                    "config.variable": .string(configurationError.variable),
+                    "config.reason": .string(configurationError.reason),
+                ])
             return configurationError.problem
         case let postgresError as PostgresError where postgresError.code == .invalidConnectionString:
             // An unparseable URL is a misconfiguration (500), not an outage (503 with Retry-After).
             logger.error(
                 "function is misconfigured",
-                metadata: ["config.variable": "DATABASE_URL", "config.reason": "cannot be parsed as a connection string"])
+                metadata: [
+                    "config.variable": "DATABASE_URL", "config.reason": "cannot be parsed as a connection string",
+                ])
             return .internalError()
         case let postgresError as PostgresError where postgresError.code == .invalidParameter:
             logger.warning("request refused", metadata: ["db.code": .string(postgresError.code.description)])

@@ -40,7 +40,10 @@ extension PostgresConnection {
             } catch let error as PostgresError where error.isRetryableConflict && attempt < Self.transactionAttempts {
                 logger?.warning(
                     "transaction conflict, retrying",
-                    metadata: ["db.sqlstate": .string(error.sqlState?.rawValue ?? ""), "db.attempt": .stringConvertible(attempt)])
+                    metadata: [
+                        "db.sqlstate": .string(error.sqlState?.rawValue ?? ""),
+                        "db.attempt": .stringConvertible(attempt),
+                    ])
                 // 10–30 ms, then 20–60 ms: enough for the other transaction to finish, short against any deadline.
                 let pause = Double(10 << (attempt - 1)) * Double.random(in: 1...3) / 1000
                 Thread.sleep(forTimeInterval: pause)

@@ -107,7 +107,8 @@ public final class AccessTokenProvider {
             let lifetime = document?["expires_in"]?.numberValue, lifetime > 0
         else {
             // `error` is an OAuth code such as invalid_grant; the description may quote the assertion, so skip it.
-            throw TokenExchangeError(status: response.status, error: document?["error"]?.stringValue ?? "unexpected response")
+            throw TokenExchangeError(
+                status: response.status, error: document?["error"]?.stringValue ?? "unexpected response")
         }
         return (token, now.addingTimeInterval(lifetime))
     }

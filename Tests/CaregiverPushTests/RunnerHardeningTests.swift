@@ -77,7 +77,10 @@ struct RunnerHardeningTests {
                 for _ in 0..<10 {
                     if let answer = try? client.post(
                         "/api/push/register", bearer: caregiver,
-                        body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")])
+                        body: [
+                            "token": .string(makeDeviceToken()), "platform": .string("ios"),
+                            "environment": .string("DEV"),
+                        ])
                     {
                         realAnswers.withLock { $0.append(answer) }
                     }
@@ -128,11 +131,13 @@ struct RunnerHardeningTests {
             arguments: ["--mode", "warm", "--warm-workers", "1", "--debug-headers", "--queue-timeout-ms", "20000"]
                 + scripts.arguments,
             environment: testEnvironment())
-        let first = try server.request("POST", "/test/lingering", headers: ["content-type": "application/json"], body: "{}")
+        let first = try server.request(
+            "POST", "/test/lingering", headers: ["content-type": "application/json"], body: "{}")
         #expect(first.status == 200)
         let firstPID = try #require(first.headers["x-runner-pid"].flatMap(Int32.init))
         // The worker is still sleeping in its post-response work; the next event must wait for its replacement.
-        let second = try server.request("POST", "/test/lingering", headers: ["content-type": "application/json"], body: "{}")
+        let second = try server.request(
+            "POST", "/test/lingering", headers: ["content-type": "application/json"], body: "{}")
         #expect(second.status == 200)
         let secondPID = try #require(second.headers["x-runner-pid"].flatMap(Int32.init))
         #expect(secondPID != firstPID)
@@ -140,7 +145,9 @@ struct RunnerHardeningTests {
         #expect(server.stderr.contains("post-response work exceeded the timeout"))
     }
 
-    @Test("a function over its memory size dies and gets a 502; with room it answers; the host goes on", arguments: RunnerServeTests.modes)
+    @Test(
+        "a function over its memory size dies and gets a 502; with room it answers; the host goes on",
+        arguments: RunnerServeTests.modes)
     func memoryLimit(mode: String) throws {
         // Python allocating 256 MiB at once: a MemoryError (and the process's end) under a 64 MB limit, nothing
         // under 1024 MB. Warm, the Python process is the worker itself, so its death is the worker's.
@@ -180,7 +187,8 @@ struct RunnerHardeningTests {
         let server = try RunnerServer(
             arguments: ["--mode", mode, "--warm-workers", "1"] + scripts.arguments, environment: testEnvironment())
         for _ in 0..<2 {
-            let hungry = try server.request("POST", "/test/hungry", headers: ["content-type": "application/json"], body: "{}")
+            let hungry = try server.request(
+                "POST", "/test/hungry", headers: ["content-type": "application/json"], body: "{}")
             #expect(hungry.status == 502 && hungry.json?["type"] == .string("/problems/bad-gateway"))
             let fed = try server.request("POST", "/test/fed", headers: ["content-type": "application/json"], body: "{}")
             #expect(fed.status == 200 && String(decoding: fed.body, as: UTF8.self) == "fed")
@@ -192,7 +200,8 @@ struct RunnerHardeningTests {
     static func limitedServer(_ extra: [String] = []) throws -> RunnerServer {
         try RunnerServer(
             arguments: [
-                "--mode", "cold", "--max-header-bytes", "4096", "--max-header-count", "20", "--header-timeout-ms", "500",
+                "--mode", "cold", "--max-header-bytes", "4096", "--max-header-count", "20", "--header-timeout-ms",
+                "500",
                 "--body-timeout-ms", "500", "--idle-timeout-ms", "1000",
             ] + extra,
             environment: testEnvironment())
@@ -236,7 +245,8 @@ struct RunnerHardeningTests {
 
         let slowBody = try RawConnection(port: server.port)
         slowBody.send(
-            "POST /api/push/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            "POST /api/push/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        )
         let bodyAnswer = slowBody.receive(for: 15)
         #expect(bodyAnswer.text.hasPrefix("HTTP/1.1 408 "))
         #expect(bodyAnswer.closed)

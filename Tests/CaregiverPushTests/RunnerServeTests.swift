@@ -12,7 +12,8 @@ import Testing
 struct RunnerServeTests {
     static let modes = ["cold", "warm"]
 
-    static func server(_ mode: String, arguments: [String] = [], environment: [String: String] = testEnvironment()) throws
+    static func server(_ mode: String, arguments: [String] = [], environment: [String: String] = testEnvironment())
+        throws
         -> RunnerServer
     {
         _ = TestDatabase.migrated
@@ -32,20 +33,29 @@ struct RunnerServeTests {
         #expect(register.status == 200 && register.json == .object(["ok": .bool(true)]))
         #expect(register.headers["x-request-id"] == "round-trip-\(mode)")
         #expect(server.stderr.contains("\"requestId\":\"round-trip-\(mode)\""))
-        #expect(try server.post("/api/push/unregister", bearer: caregiver, body: ["token": .string(deviceToken)]).status == 200)
+        #expect(
+            try server.post("/api/push/unregister", bearer: caregiver, body: ["token": .string(deviceToken)]).status
+                == 200)
         let patient = household.patientToken
         let dose = try server.post(
             "/api/dose-records", bearer: patient,
-            body: ["medicationId": .string(household.morning[0].uuidString), "scheduledAt": .string(TokyoDay.instant(household.date, "07:00"))])
+            body: [
+                "medicationId": .string(household.morning[0].uuidString),
+                "scheduledAt": .string(TokyoDay.instant(household.date, "07:00")),
+            ])
         #expect(dose.status == 200 && dose.json?["updatedCount"] == .number(1))
-        let slot = try server.post("/api/dose-records/slot", bearer: patient, body: ["date": .string(household.date), "slot": .string("morning")])
+        let slot = try server.post(
+            "/api/dose-records/slot", bearer: patient,
+            body: ["date": .string(household.date), "slot": .string("morning")])
         #expect(slot.status == 200 && slot.json?["updatedCount"] == .number(2))
-        let prn = try server.post("/api/prn-dose-records", bearer: patient, body: ["medicationId": .string(household.prn.uuidString)])
+        let prn = try server.post(
+            "/api/prn-dose-records", bearer: patient, body: ["medicationId": .string(household.prn.uuidString)])
         #expect(prn.status == 200 && prn.json?["updatedCount"] == .number(1))
         #expect(server.stderr.contains("\"msg\":\"request\""))
     }
 
-    @Test("unknown route 404, wrong method 405 with Allow, body over the limit 413 — all problem+json", arguments: modes)
+    @Test(
+        "unknown route 404, wrong method 405 with Allow, body over the limit 413 — all problem+json", arguments: modes)
     func gatewayErrors(mode: String) throws {
         let server = try Self.server(mode, arguments: ["--max-body", "2048"])
         let missing = try server.request("GET", "/api/nothing-here")
@@ -64,7 +74,8 @@ struct RunnerServeTests {
         var environment = testEnvironment()
         environment["SCRIPT_PID_DIR"] = scripts.directory.path
         let server = try RunnerServer(arguments: ["--mode", mode] + scripts.arguments, environment: environment)
-        let answer = try server.request("POST", "/test/sleepy", headers: ["content-type": "application/json"], body: "{}")
+        let answer = try server.request(
+            "POST", "/test/sleepy", headers: ["content-type": "application/json"], body: "{}")
         #expect(answer.status == 504 && answer.json?["type"] == .string("/problems/gateway-timeout"))
         let pidText = try String(contentsOf: scripts.directory.appendingPathComponent("sleepy.pid"), encoding: .utf8)
         let pid = try #require(Int32(pidText.trimmingCharacters(in: .whitespacesAndNewlines)))
@@ -76,12 +87,14 @@ struct RunnerServeTests {
         #expect(gone)
     }
 
-    @Test("a crash, or output that is not a response, is 502; a JSON value without statusCode is a 200", arguments: modes)
+    @Test(
+        "a crash, or output that is not a response, is 502; a JSON value without statusCode is a 200", arguments: modes)
     func badFunctions(mode: String) throws {
         let scripts = try ScriptFunctions.make()
         let server = try RunnerServer(arguments: ["--mode", mode] + scripts.arguments, environment: testEnvironment())
         for name in ["crashy", "garbage"] {
-            let answer = try server.request("POST", "/test/\(name)", headers: ["content-type": "application/json"], body: "{}")
+            let answer = try server.request(
+                "POST", "/test/\(name)", headers: ["content-type": "application/json"], body: "{}")
             #expect(answer.status == 502 && answer.json?["type"] == .string("/problems/bad-gateway"))
         }
         let bare = try server.request("POST", "/test/bare", headers: ["content-type": "application/json"], body: "{}")
@@ -89,16 +102,20 @@ struct RunnerServeTests {
         #expect(bare.headers["content-type"] == "application/json")
     }
 
-    @Test("at the concurrency cap requests queue briefly, then get 503 with Retry-After; then it recovers", arguments: modes)
+    @Test(
+        "at the concurrency cap requests queue briefly, then get 503 with Retry-After; then it recovers",
+        arguments: modes)
     func concurrencyCap(mode: String) throws {
         let scripts = try ScriptFunctions.make()
         let server = try RunnerServer(
-            arguments: ["--mode", mode, "--queue-timeout-ms", "200"] + scripts.arguments, environment: testEnvironment())
+            arguments: ["--mode", mode, "--queue-timeout-ms", "200"] + scripts.arguments, environment: testEnvironment()
+        )
         let statuses = Mutex<[Int]>([])
         let retryAfter = Mutex<[String]>([])
         let client = server.client
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
-            let answer = try? client.request("POST", "/test/slow", headers: ["content-type": "application/json"], body: "{}")
+            let answer = try? client.request(
+                "POST", "/test/slow", headers: ["content-type": "application/json"], body: "{}")
             statuses.withLock { $0.append(answer?.status ?? -1) }
             if answer?.status == 503 { retryAfter.withLock { $0.append(answer?.headers["retry-after"] ?? "") } }
         }
@@ -107,7 +124,9 @@ struct RunnerServeTests {
         #expect(seen.filter { $0 == 503 }.count >= 1)
         #expect(seen.allSatisfy { $0 == 200 || $0 == 503 })
         #expect(retryAfter.withLock { $0 }.allSatisfy { $0 == "1" })
-        #expect(try server.request("POST", "/test/slow", headers: ["content-type": "application/json"], body: "{}").status == 200)
+        #expect(
+            try server.request("POST", "/test/slow", headers: ["content-type": "application/json"], body: "{}").status
+                == 200)
     }
 
     /// Makes the emulator answer after 1.5 s, then records the household's 07:00 dose as its patient.
@@ -117,7 +136,10 @@ struct RunnerServeTests {
         #expect(try server.post("/_emulator/fcm/config", bearer: nil, body: ["delayMs": .number(1500)]).status == 200)
         return try server.post(
             "/api/dose-records", bearer: household.patientToken,
-            body: ["medicationId": .string(household.morning[0].uuidString), "scheduledAt": .string(TokyoDay.instant(household.date, "07:00"))])
+            body: [
+                "medicationId": .string(household.morning[0].uuidString),
+                "scheduledAt": .string(TokyoDay.instant(household.date, "07:00")),
+            ])
     }
 
     @Test("the response of dose-record arrives before its push reaches a slow FCM", arguments: modes)
@@ -190,12 +212,16 @@ struct RunnerServeTests {
     @Test("warm: a worker that crashes is replaced")
     func warmReplacesDeadWorker() throws {
         let scripts = try ScriptFunctions.make()
-        let server = try RunnerServer(arguments: ["--mode", "warm"] + scripts.arguments, environment: testEnvironment())
+        let server = try RunnerServer(
+            arguments: ["--mode", "warm"] + scripts.arguments, environment: testEnvironment())
         for _ in 0..<3 {
-            let answer = try server.request("POST", "/test/crashy", headers: ["content-type": "application/json"], body: "{}")
+            let answer = try server.request(
+                "POST", "/test/crashy", headers: ["content-type": "application/json"], body: "{}")
             #expect(answer.status == 502)
         }
-        #expect(try server.request("POST", "/test/bare", headers: ["content-type": "application/json"], body: "{}").status == 200)
+        #expect(
+            try server.request("POST", "/test/bare", headers: ["content-type": "application/json"], body: "{}").status
+                == 200)
         #expect(server.stderr.contains("warm worker replaced"))
     }
 }

@@ -6,7 +6,9 @@ import Testing
 /// without bound.
 @Suite("strict input and bounded database work", .timeLimit(.minutes(2)))
 struct StrictInputTests {
-    static let endpoints: [any Endpoint] = [PushRegister(), PushUnregister(), DoseRecord(), SlotBulkRecord(), PrnRecord()]
+    static let endpoints: [any Endpoint] = [
+        PushRegister(), PushUnregister(), DoseRecord(), SlotBulkRecord(), PrnRecord(),
+    ]
 
     /// A caregiver token whose `sub` is exactly `subject`, signed with the test secret.
     static func token(subject: String) throws -> String {
@@ -30,7 +32,8 @@ struct StrictInputTests {
         #expect(UUID(exactly: text) == UUID(uuidString: text))
         #expect(UUID(exactly: text.uppercased()) != nil)
         for bad in [
-            text + "\u{0}x", text + "\u{0}", "\u{0}" + text, text + " ", " " + text, "{\(text)}", String(text.dropLast()),
+            text + "\u{0}x", text + "\u{0}", "\u{0}" + text, text + " ", " " + text, "{\(text)}",
+            String(text.dropLast()),
             text.replacingOccurrences(of: "-", with: ""), text.replacingOccurrences(of: "6f1c", with: "6g1c"),
             text.replacingOccurrences(of: "-8d3b", with: "8-d3b"), "",
         ] {
@@ -60,7 +63,8 @@ struct StrictInputTests {
         }
         #expect(try Self.count("SELECT count(*)::int FROM push_devices WHERE token = \(deviceToken)") == 0)
         #expect(try Self.count("SELECT count(*)::int FROM dose_records WHERE patient_id = \(household.patient)") == 0)
-        #expect(try Self.count("SELECT count(*)::int FROM prn_dose_records WHERE patient_id = \(household.patient)") == 0)
+        #expect(
+            try Self.count("SELECT count(*)::int FROM prn_dose_records WHERE patient_id = \(household.patient)") == 0)
         // The same token with the exact subject works: only the NUL made the difference.
         let exact = try Self.token(subject: caregiver)
         #expect(invoke(PushRegister(), event: makeEvent(bearer: exact, body: body)).status == 200)
@@ -74,11 +78,41 @@ struct StrictInputTests {
         let medication = household.morning[0].uuidString.lowercased()
         let scheduledAt = TokyoDay.instant(household.date, "07:00")
         let cases: [(any Endpoint, [String: JSONValue], String)] = [
-            (DoseRecord(), ["patientId": .string(patient + "\u{0}x"), "medicationId": .string(medication), "scheduledAt": .string(scheduledAt)], "patientId"),
-            (DoseRecord(), ["patientId": .string(patient), "medicationId": .string(medication + "\u{0}"), "scheduledAt": .string(scheduledAt)], "medicationId"),
-            (SlotBulkRecord(), ["patientId": .string(patient + "\u{0}zzz"), "date": .string(household.date), "slot": .string("morning")], "patientId"),
-            (PrnRecord(), ["patientId": .string(patient + "\u{0}x"), "medicationId": .string(household.prn.uuidString.lowercased())], "patientId"),
-            (PrnRecord(), ["patientId": .string(patient), "medicationId": .string(household.prn.uuidString.lowercased() + "\u{0}x")], "medicationId"),
+            (
+                DoseRecord(),
+                [
+                    "patientId": .string(patient + "\u{0}x"), "medicationId": .string(medication),
+                    "scheduledAt": .string(scheduledAt),
+                ], "patientId"
+            ),
+            (
+                DoseRecord(),
+                [
+                    "patientId": .string(patient), "medicationId": .string(medication + "\u{0}"),
+                    "scheduledAt": .string(scheduledAt),
+                ], "medicationId"
+            ),
+            (
+                SlotBulkRecord(),
+                [
+                    "patientId": .string(patient + "\u{0}zzz"), "date": .string(household.date),
+                    "slot": .string("morning"),
+                ], "patientId"
+            ),
+            (
+                PrnRecord(),
+                [
+                    "patientId": .string(patient + "\u{0}x"),
+                    "medicationId": .string(household.prn.uuidString.lowercased()),
+                ], "patientId"
+            ),
+            (
+                PrnRecord(),
+                [
+                    "patientId": .string(patient),
+                    "medicationId": .string(household.prn.uuidString.lowercased() + "\u{0}x"),
+                ], "medicationId"
+            ),
         ]
         for (endpoint, body, field) in cases {
             let answer = invoke(endpoint, event: makeEvent(bearer: caregiver, body: json(body)))
@@ -88,13 +122,19 @@ struct StrictInputTests {
         }
         // An Idempotency-Key of K\0zzz is not the key K.
         let key = UUID().uuidString.lowercased()
-        let prnBody = json(["patientId": .string(patient), "medicationId": .string(household.prn.uuidString.lowercased())])
-        let nulKey = invoke(PrnRecord(), event: makeEvent(bearer: caregiver, body: prnBody, extraHeaders: ["idempotency-key": key + "\u{0}zzz"]))
+        let prnBody = json([
+            "patientId": .string(patient), "medicationId": .string(household.prn.uuidString.lowercased()),
+        ])
+        let nulKey = invoke(
+            PrnRecord(),
+            event: makeEvent(bearer: caregiver, body: prnBody, extraHeaders: ["idempotency-key": key + "\u{0}zzz"]))
         #expect(nulKey.status == 422)
         #expect(nulKey.json?["errors"]?.arrayValue?.first?["field"] == .string("Idempotency-Key"))
         #expect(try Self.count("SELECT count(*)::int FROM dose_records WHERE patient_id = \(household.patient)") == 0)
-        #expect(try Self.count("SELECT count(*)::int FROM prn_dose_records WHERE patient_id = \(household.patient)") == 0)
-        let realKey = invoke(PrnRecord(), event: makeEvent(bearer: caregiver, body: prnBody, extraHeaders: ["idempotency-key": key]))
+        #expect(
+            try Self.count("SELECT count(*)::int FROM prn_dose_records WHERE patient_id = \(household.patient)") == 0)
+        let realKey = invoke(
+            PrnRecord(), event: makeEvent(bearer: caregiver, body: prnBody, extraHeaders: ["idempotency-key": key]))
         #expect(realKey.status == 200)
     }
 
@@ -111,7 +151,8 @@ struct StrictInputTests {
         #expect(answer.json?["detail"] == .string("The invocation event names a member more than once."))
         #expect(try Self.count("SELECT count(*)::int FROM push_devices WHERE token = \(deviceToken)") == 0)
         // Nested duplicates count too.
-        let nested = valid.replacingOccurrences(of: #""requestContext":{"#, with: #""requestContext":{"stage":"a","stage":"b","#)
+        let nested = valid.replacingOccurrences(
+            of: #""requestContext":{"#, with: #""requestContext":{"stage":"a","stage":"b","#)
         #expect(nested != valid)
         #expect(invoke(PushRegister(), event: Data(nested.utf8)).status == 400)
         // And the untouched event is fine.
@@ -121,15 +162,19 @@ struct StrictInputTests {
     @Test("headers naming one field twice in different letter case are a 400, whichever comes first")
     func mixedCaseHeaders() throws {
         let caregiver = try caregiverToken(UUID())
-        let body = json(["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")])
+        let body = json([
+            "token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV"),
+        ])
         for (first, second) in [("Authorization", "authorization"), ("authorization", "AUTHORIZATION")] {
-            for (good, bad) in [("Bearer \(caregiver)", "Bearer nonsense"), ("Bearer nonsense", "Bearer \(caregiver)")] {
+            for (good, bad) in [("Bearer \(caregiver)", "Bearer nonsense"), ("Bearer nonsense", "Bearer \(caregiver)")]
+            {
                 let event = makeEvent(bearer: nil, body: body, extraHeaders: [first: good, second: bad])
                 let answer = invoke(PushRegister(), event: event)
                 #expect(answer.status == 400)
                 #expect(
                     answer.json?["detail"]
-                        == .string("The invocation event's headers hold one name more than once in different letter case."))
+                        == .string(
+                            "The invocation event's headers hold one name more than once in different letter case."))
             }
         }
         // One spelling, in any case, is fine.
@@ -140,9 +185,13 @@ struct StrictInputTests {
     @Test("an unparseable DATABASE_URL is a 500 naming the variable in the log, not a 503")
     func unparseableDatabaseURL() throws {
         let caregiver = try caregiverToken(UUID())
-        let body = json(["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")])
+        let body = json([
+            "token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV"),
+        ])
         for url in ["postgresql://%zz@127.0.0.1/db", "host=127.0.0.1 port", "postgresql://[::1/db"] {
-            let answer = invoke(PushRegister(), event: makeEvent(bearer: caregiver, body: body), environment: testEnvironment(["DATABASE_URL": url]))
+            let answer = invoke(
+                PushRegister(), event: makeEvent(bearer: caregiver, body: body),
+                environment: testEnvironment(["DATABASE_URL": url]))
             #expect(answer.status == 500, "\(url)")
             #expect(answer.response.headers["retry-after"] == nil)
             #expect(answer.log.contains(#""config.variable":"DATABASE_URL""#))
@@ -163,15 +212,20 @@ struct StrictInputTests {
             defer { _ = try? connection.query(PostgresQuery(unsafeSQL: "DROP TABLE \(table)")) }
             var refused: PostgresError?
             do {
-                try connection.query(PostgresQuery(unsafeSQL: "INSERT INTO \(table) VALUES ($1)", binds: ["abc\u{0}def"]))
+                try connection.query(
+                    PostgresQuery(unsafeSQL: "INSERT INTO \(table) VALUES ($1)", binds: ["abc\u{0}def"]))
             } catch let error as PostgresError {
                 refused = error
             }
             #expect(refused?.code == .invalidParameter)
-            #expect(try connection.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(table)")).single?.decode(Int.self, at: 0) == 0)
+            #expect(
+                try connection.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(table)")).single?.decode(
+                    Int.self, at: 0) == 0)
             // The connection is still usable, and a value without a NUL is stored whole.
             try connection.query(PostgresQuery(unsafeSQL: "INSERT INTO \(table) VALUES ($1)", binds: ["abc def"]))
-            #expect(try connection.query(PostgresQuery(unsafeSQL: "SELECT value FROM \(table)")).single?.decode(String.self, at: 0) == "abc def")
+            #expect(
+                try connection.query(PostgresQuery(unsafeSQL: "SELECT value FROM \(table)")).single?.decode(
+                    String.self, at: 0) == "abc def")
         }
     }
 
@@ -188,7 +242,9 @@ struct StrictInputTests {
             INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
             VALUES (\(household.patient), \(household.morning[0]), \(scheduledAt)::timestamptz, now(), 'PATIENT', \(household.patient))
             """)
-        let body = json(["medicationId": .string(household.morning[0].uuidString.lowercased()), "scheduledAt": .string(scheduledAt)])
+        let body = json([
+            "medicationId": .string(household.morning[0].uuidString.lowercased()), "scheduledAt": .string(scheduledAt),
+        ])
         // The lock is still held when this returns: had the function waited for it, the call would never end.
         let answer = invoke(
             DoseRecord(), event: makeEvent(bearer: household.patientToken, body: body),
@@ -202,7 +258,9 @@ struct StrictInputTests {
         #expect(again.status == 200 && again.json?["updatedCount"] == .number(1))
     }
 
-    @Test("a transaction that fails once with 40001 or 40P01 is run again and answered 200", arguments: ["40001", "40P01"])
+    @Test(
+        "a transaction that fails once with 40001 or 40P01 is run again and answered 200",
+        arguments: ["40001", "40P01"])
     func conflictIsRetried(sqlState: String) throws {
         let household = try RecordingPushTests.household(devicesPerCaregiver: [1])
         let suffix = UUID().uuidString.prefix(8).lowercased()
@@ -229,7 +287,8 @@ struct StrictInputTests {
                 try connection.executeScript(
                     PostgresQuery(
                         unsafeSQL:
-                            "DROP TRIGGER \(trigger) ON dose_records; DROP FUNCTION \(function)(); DROP SEQUENCE \(sequence);"))
+                            "DROP TRIGGER \(trigger) ON dose_records; DROP FUNCTION \(function)(); DROP SEQUENCE \(sequence);"
+                    ))
             }
         }
         let body = json([

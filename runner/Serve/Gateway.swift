@@ -62,7 +62,8 @@ final class Gateway: Sendable {
         activeRequests.add(1, ordering: .relaxed)
         defer { activeRequests.subtract(1, ordering: .relaxed) }
         let (response, function) = await respond(request, context: context, requestID: requestID)
-        let milliseconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e15
+        let milliseconds =
+            Double((ContinuousClock.now - started).components.attoseconds) / 1e15
             + Double((ContinuousClock.now - started).components.seconds) * 1000
         logger.info(
             "request",
@@ -83,10 +84,15 @@ final class Gateway: Sendable {
             return (GatewayResponse.problem(.gatewayNotFound(path), requestID: requestID), nil)
         }
         guard let function else {
-            return (GatewayResponse.problem(.methodNotAllowed(allow: allowed.joined(separator: ", ")), requestID: requestID), nil)
+            return (
+                GatewayResponse.problem(
+                    .methodNotAllowed(allow: allowed.joined(separator: ", ")), requestID: requestID), nil
+            )
         }
         guard !draining.load(ordering: .relaxed) else {
-            return (GatewayResponse.problem(.serviceUnavailable(retryAfterSeconds: 1), requestID: requestID), function.name)
+            return (
+                GatewayResponse.problem(.serviceUnavailable(retryAfterSeconds: 1), requestID: requestID), function.name
+            )
         }
         var request = request
         let body: [UInt8]
@@ -113,24 +119,40 @@ final class Gateway: Sendable {
         case .warm:
             guard let pool = pools[function.name] else {
                 await release()
-                return (GatewayResponse.problem(.badGateway("No warm pool for \(function.name)."), requestID: requestID), function.name)
+                return (
+                    GatewayResponse.problem(.badGateway("No warm pool for \(function.name)."), requestID: requestID),
+                    function.name
+                )
             }
             result = await pool.invoke(event: event, clientRequestID: requestID, finished: release)
         }
         switch result {
         case .output(let output, let pid):
             guard var response = GatewayResponse.fromFunctionOutput(output, requestID: requestID) else {
-                return (GatewayResponse.problem(.badGateway("The function's output is not a response."), requestID: requestID), function.name)
+                return (
+                    GatewayResponse.problem(
+                        .badGateway("The function's output is not a response."), requestID: requestID), function.name
+                )
             }
             // Which process answered: tells a developer (and the tests) whether warm workers are reused. A process id
             // is an internal, so only on request.
             if debugHeaders { response.headers[HTTPField.Name("x-runner-pid")!] = String(pid) }
             return (response, function.name)
         case .timedOut:
-            return (GatewayResponse.problem(.gatewayTimeout(seconds: function.timeoutSeconds), requestID: requestID), function.name)
+            return (
+                GatewayResponse.problem(.gatewayTimeout(seconds: function.timeoutSeconds), requestID: requestID),
+                function.name
+            )
         case .failed(let reason):
-            logger.warning("invocation failed", metadata: ["requestId": .string(requestID), "function": .string(function.name), "reason": .string(reason)])
-            return (GatewayResponse.problem(.badGateway("The function failed without a response."), requestID: requestID), function.name)
+            logger.warning(
+                "invocation failed",
+                metadata: [
+                    "requestId": .string(requestID), "function": .string(function.name), "reason": .string(reason),
+                ])
+            return (
+                GatewayResponse.problem(.badGateway("The function failed without a response."), requestID: requestID),
+                function.name
+            )
         }
     }
 
@@ -160,7 +182,9 @@ struct GatewayMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
     let gateway: Gateway
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard gateway.route(path: request.uri.path, method: request.method.rawValue).allowed.isEmpty else {
             return await gateway.handle(request, context: context)
         }

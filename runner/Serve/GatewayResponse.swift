@@ -46,7 +46,9 @@ enum GatewayResponse {
     ) -> Response {
         var fields = HTTPFields()
         for (name, value) in headers {
-            guard let field = HTTPField.Name(name), name != "content-length", name != "transfer-encoding" else { continue }
+            guard let field = HTTPField.Name(name), name != "content-length", name != "transfer-encoding" else {
+                continue
+            }
             fields[field] = value
         }
         for cookie in cookies { fields.append(HTTPField(name: .setCookie, value: cookie)) }

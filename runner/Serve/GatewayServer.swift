@@ -50,7 +50,8 @@ struct GatewayServer: Sendable {
         if options.mode == .warm {
             for function in table.functions {
                 pools[function.name] = WarmPool(
-                    function: function, size: min(options.warmWorkers, function.concurrency), binDirectory: binDirectory,
+                    function: function, size: min(options.warmWorkers, function.concurrency),
+                    binDirectory: binDirectory,
                     directory: workers, logger: logger)
             }
         }
@@ -68,7 +69,8 @@ struct GatewayServer: Sendable {
         if options.fcmEmulator {
             let key = try PrivateKey.generateRSA()
             let account = ServiceAccountKey(
-                clientEmail: "runner-\(UUID().uuidString.prefix(8).lowercased())@local-emulator.iam.gserviceaccount.com",
+                clientEmail:
+                    "runner-\(UUID().uuidString.prefix(8).lowercased())@local-emulator.iam.gserviceaccount.com",
                 keyID: UUID().uuidString.lowercased(), privateKeyPEM: try key.pemPKCS8())
             let instance = FCMEmulator(
                 account: .init(
@@ -79,7 +81,8 @@ struct GatewayServer: Sendable {
         }
         return GatewayServer(
             gateway: gateway, responder: router.buildResponder(), runtimeResponder: runtimeRouter.buildResponder(),
-            pools: pools, tracker: tracker, environment: environment, emulator: emulator, options: options, logger: logger)
+            pools: pools, tracker: tracker, environment: environment, emulator: emulator, options: options,
+            logger: logger)
     }
 
     /// Serves until SIGTERM/SIGINT, then drains: new requests get 503, in-flight requests and function work
@@ -97,7 +100,8 @@ struct GatewayServer: Sendable {
             logger: logger)
         let app = Application(
             responder: responder, server: GuardedHTTP1Channel.builder(limits: options.limits, logger: logger),
-            configuration: .init(address: .hostname(options.host, port: options.port), serverName: "caregiver-push-runner"),
+            configuration: .init(
+                address: .hostname(options.host, port: options.port), serverName: "caregiver-push-runner"),
             onServerRunning: { channel in
                 var ports = runtimePort.stream.makeAsyncIterator()
                 let privatePort = await ports.next() ?? 0
@@ -106,7 +110,8 @@ struct GatewayServer: Sendable {
                 onBound(boundPort)
             },
             logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [runtimeAPI, app], gracefulShutdownSignals: [], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(services: [runtimeAPI, app], gracefulShutdownSignals: [], logger: logger))
         enum Finished { case server, drained }
         try await withThrowingTaskGroup(of: Finished.self) { tasks in
             tasks.addTask {

@@ -85,7 +85,8 @@ struct ColdInvoker: Sendable {
         if timedOut.load(ordering: .relaxed) { return .timedOut }
         guard !output.isEmpty else {
             let status = await process.exitStatus()
-            return timedOut.load(ordering: .relaxed) ? .timedOut : .failed("the function exited (\(status)) without a response")
+            return timedOut.load(ordering: .relaxed)
+                ? .timedOut : .failed("the function exited (\(status)) without a response")
         }
         return .output(Array(output), pid: process.pid)
     }

@@ -31,14 +31,16 @@ enum RuntimeAPIRoutes {
             }
             var request = request
             let body = Array(buffer: try await request.collectBody(upTo: 6 * 1024 * 1024))
-            return await pool.respond(id, worker: worker, body: body) ? status(.accepted, "OK") : status(.badRequest, "unknown request id")
+            return await pool.respond(id, worker: worker, body: body)
+                ? status(.accepted, "OK") : status(.badRequest, "unknown request id")
         }
         router.post("\(prefix)/invocation/{id}/error") { request, context -> Response in
             guard let (pool, worker) = locate(context, workers), let id = context.parameters.get("id") else {
                 return status(.notFound, "not found")
             }
             let type = request.headers[HTTPField.Name("Lambda-Runtime-Function-Error-Type")!] ?? "Unhandled"
-            return await pool.fail(id, worker: worker, errorType: type) ? status(.accepted, "OK") : status(.badRequest, "unknown request id")
+            return await pool.fail(id, worker: worker, errorType: type)
+                ? status(.accepted, "OK") : status(.badRequest, "unknown request id")
         }
         router.post("\(prefix)/init/error") { request, context -> Response in
             guard let (pool, worker) = locate(context, workers) else { return status(.notFound, "not found") }
@@ -56,7 +58,8 @@ enum RuntimeAPIRoutes {
     private static func status(_ status: HTTPResponse.Status, _ message: String) -> Response {
         let body = #"{"status":"\#(message)"}"#
         return Response(
-            status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 }
 

@@ -11,7 +11,8 @@ import UnixSignals
 /// `runner serve`: the local function host (SPEC §10).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve", abstract: "Serve the function table over HTTP, invoking the built functions cold or warm.")
+        commandName: "serve", abstract: "Serve the function table over HTTP, invoking the built functions cold or warm."
+    )
 
     @Option(help: "Port to listen on; 0 picks a free one (printed on stdout).")
     var port: Int = 3000
@@ -59,7 +60,8 @@ struct ServeCommand: AsyncParsableCommand {
             host: host, port: port, mode: mode, warmWorkers: warmWorkers, maxBody: maxBody,
             queueTimeout: .milliseconds(queueTimeoutMs), fcmEmulator: fcmEmulator, debugHeaders: debugHeaders,
             limits: try limits.limits())
-        let server = try await GatewayServer.make(table: table, binDirectory: binDirectory, options: options, logger: logger)
+        let server = try await GatewayServer.make(
+            table: table, binDirectory: binDirectory, options: options, logger: logger)
         try await server.run(grace: .seconds(graceSeconds)) { boundPort in
             let line = "{\"event\":\"listening\",\"port\":\(boundPort),\"mode\":\"\(mode.rawValue)\"}\n"
             FileHandle.standardOutput.write(Data(line.utf8))

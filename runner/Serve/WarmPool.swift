@@ -44,7 +44,9 @@ actor WarmPool {
     /// Invocations from the event's hand-out until the worker asks for its next one. `result` is `nil` once the
     /// client has been answered; the timer runs until the end either way.
     private var inFlight:
-        [String: (worker: Int, pid: Int32, result: CheckedContinuation<InvocationResult, Never>?, timer: Task<Void, Never>)] = [:]
+        [String: (
+            worker: Int, pid: Int32, result: CheckedContinuation<InvocationResult, Never>?, timer: Task<Void, Never>
+        )] = [:]
     private var draining = false
     private let directory: WorkerDirectory
 
@@ -80,7 +82,8 @@ actor WarmPool {
             let process: FunctionProcess
             do {
                 process = try FunctionProcess.launch(
-                    executable: binDirectory.appendingPathComponent(function.name), environment: environment, input: nil,
+                    executable: binDirectory.appendingPathComponent(function.name), environment: environment,
+                    input: nil,
                     memoryLimitBytes: function.memoryMB * 1024 * 1024
                 ) { line in forwarder.forward(line, requestID: nil) }
             } catch {
@@ -175,7 +178,8 @@ actor WarmPool {
 
     /// `POST …/runtime/init/error`: the worker cannot serve; it is stopped and replaced.
     func initFailed(worker id: Int, errorType: String) {
-        logger.error("warm worker init error", metadata: ["function": .string(function.name), "error.type": .string(errorType)])
+        logger.error(
+            "warm worker init error", metadata: ["function": .string(function.name), "error.type": .string(errorType)])
         workers[id]?.process.kill()
     }
 
@@ -188,7 +192,9 @@ actor WarmPool {
         } else {
             logger.warning(
                 "post-response work exceeded the timeout; worker killed",
-                metadata: ["function": .string(function.name), "timeout_s": .stringConvertible(function.timeoutSeconds)])
+                metadata: [
+                    "function": .string(function.name), "timeout_s": .stringConvertible(function.timeoutSeconds),
+                ])
         }
         workers[entry.worker]?.process.kill()
     }
@@ -205,7 +211,9 @@ actor WarmPool {
             await current.finished()
         }
         if !draining {
-            logger.warning("warm worker replaced", metadata: ["function": .string(function.name), "exit": .stringConvertible(status)])
+            logger.warning(
+                "warm worker replaced",
+                metadata: ["function": .string(function.name), "exit": .stringConvertible(status)])
             spawn()
             dispatch()
         }

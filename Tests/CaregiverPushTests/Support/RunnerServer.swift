@@ -67,12 +67,15 @@ final class RunnerServer {
     var client: RunnerClient { RunnerClient(port: port) }
 
     func request(
-        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil, timeoutMilliseconds: Int = 30_000
+        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil,
+        timeoutMilliseconds: Int = 30_000
     ) throws -> RunnerClient.Answer {
         try client.request(method, path, headers: headers, body: body, timeoutMilliseconds: timeoutMilliseconds)
     }
 
-    func post(_ path: String, bearer: String?, body: [String: JSONValue], headers: [String: String] = [:]) throws -> RunnerClient.Answer {
+    func post(_ path: String, bearer: String?, body: [String: JSONValue], headers: [String: String] = [:]) throws
+        -> RunnerClient.Answer
+    {
         try client.post(path, bearer: bearer, body: body, headers: headers)
     }
 
@@ -105,32 +108,32 @@ struct ScriptFunctions {
     static func make(timeoutSeconds: Int = 2, concurrency: Int = 2) throws -> ScriptFunctions {
         let scripts: [String: String] = [
             "sleepy": """
-                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then \(next); fi
-                echo $$ > "$SCRIPT_PID_DIR/sleepy.pid"
-                exec sleep 60
-                """,
+            if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then \(next); fi
+            echo $$ > "$SCRIPT_PID_DIR/sleepy.pid"
+            exec sleep 60
+            """,
             "crashy": """
-                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then \(next); fi
-                kill -SEGV $$
-                """,
+            if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then \(next); fi
+            kill -SEGV $$
+            """,
             "garbage": """
-                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
-                  while true; do \(next); reply 'this is not json'; done
-                fi
-                cat > /dev/null; echo 'this is not json'
-                """,
+            if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
+              while true; do \(next); reply 'this is not json'; done
+            fi
+            cat > /dev/null; echo 'this is not json'
+            """,
             "bare": """
-                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
-                  while true; do \(next); reply '{"hello":"world"}'; done
-                fi
-                cat > /dev/null; echo '{"hello":"world"}'
-                """,
+            if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
+              while true; do \(next); reply '{"hello":"world"}'; done
+            fi
+            cat > /dev/null; echo '{"hello":"world"}'
+            """,
             "slow": """
-                if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
-                  while true; do \(next); sleep 1; reply '{"statusCode":200,"body":"slow"}'; done
-                fi
-                cat > /dev/null; sleep 1; echo '{"statusCode":200,"body":"slow"}'
-                """,
+            if [ -n "$AWS_LAMBDA_RUNTIME_API" ]; then
+              while true; do \(next); sleep 1; reply '{"statusCode":200,"body":"slow"}'; done
+            fi
+            cat > /dev/null; sleep 1; echo '{"statusCode":200,"body":"slow"}'
+            """,
         ]
         return try make(
             scripts.mapValues {
@@ -142,7 +145,8 @@ struct ScriptFunctions {
     /// event `next` fetched) at hand, and `$TMPDIR_SCRIPT`.
     static func make(_ specs: [String: Spec]) throws -> ScriptFunctions {
         // Shell-script workers poll with curl; install-deps.sh installs it.
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("script-functions-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "script-functions-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let respond = """
             id=$(grep -i '^lambda-runtime-aws-request-id:' "$TMPDIR_SCRIPT/headers" | cut -d' ' -f2 | tr -d '\\r')
@@ -189,7 +193,8 @@ struct RunnerClient: Sendable {
 
     /// One HTTP request to the runner.
     func request(
-        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil, timeoutMilliseconds: Int = 30_000
+        _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil,
+        timeoutMilliseconds: Int = 30_000
     ) throws -> Answer {
         let request = HTTPRequest(
             method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers.map { ($0.key, $0.value) },
@@ -205,7 +210,9 @@ struct RunnerClient: Sendable {
     }
 
     /// A JSON POST with a bearer token.
-    func post(_ path: String, bearer: String?, body: [String: JSONValue], headers: [String: String] = [:]) throws -> Answer {
+    func post(_ path: String, bearer: String?, body: [String: JSONValue], headers: [String: String] = [:]) throws
+        -> Answer
+    {
         var all = headers
         all["content-type"] = "application/json"
         if let bearer { all["authorization"] = "Bearer \(bearer)" }
