@@ -254,21 +254,23 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func headExpired() {
-        guard case .head = phase, let context else { return }
-        reject(
-            context, status: 408, limit: "header_timeout",
-            problem: Problem(
-                type: "/problems/request-timeout", title: "Request Timeout", status: 408,
-                detail: "The request's header fields did not arrive within \(Self.seconds(limits.headerTimeout)) s."))
+        guard case .head = phase else { return }
+        requestTimedOut(limit: "header_timeout", what: "The request's header fields", within: limits.headerTimeout)
     }
 
     private func bodyExpired() {
-        guard case .body = phase, let context else { return }
+        guard case .body = phase else { return }
+        requestTimedOut(limit: "body_timeout", what: "The request body", within: limits.bodyTimeout)
+    }
+
+    /// The 408 of a request that did not arrive in time.
+    private func requestTimedOut(limit: String, what: String, within timeout: Duration) {
+        guard let context else { return }
         reject(
-            context, status: 408, limit: "body_timeout",
+            context, status: 408, limit: limit,
             problem: Problem(
                 type: "/problems/request-timeout", title: "Request Timeout", status: 408,
-                detail: "The request body did not arrive within \(Self.seconds(limits.bodyTimeout)) s."))
+                detail: "\(what) did not arrive within \(Self.seconds(timeout)) s."))
     }
 
     /// Answers `problem` (unless a response is already under way on this connection: then it only closes), stops
