@@ -142,7 +142,7 @@ struct RunnerHardeningTests {
         let secondPID = try #require(second.headers["x-runner-pid"].flatMap(Int32.init))
         #expect(secondPID != firstPID)
         #expect(kill(firstPID, 0) != 0)
-        #expect(server.stderr.contains("post-response work exceeded the timeout"))
+        #expect(server.logs("post-response work exceeded the timeout"))
     }
 
     @Test(
@@ -229,8 +229,8 @@ struct RunnerHardeningTests {
         let few = (0..<10).map { "X-Field-\($0): v\r\n" }.joined()
         fine.send("GET /api/nothing HTTP/1.1\r\nHost: x\r\n\(few)\r\n")
         #expect(fine.status(within: 15) == 404)
-        #expect(server.stderr.contains(#""http.limit":"header_size""#))
-        #expect(server.stderr.contains(#""http.limit":"header_count""#))
+        #expect(server.logs(#""http.limit":"header_size""#))
+        #expect(server.logs(#""http.limit":"header_count""#))
     }
 
     @Test("a client too slow with its headers or its body gets a 408 and is cut off")
@@ -250,8 +250,8 @@ struct RunnerHardeningTests {
         let bodyAnswer = slowBody.receive(for: 15)
         #expect(bodyAnswer.text.hasPrefix("HTTP/1.1 408 "))
         #expect(bodyAnswer.closed)
-        #expect(server.stderr.contains(#""http.limit":"header_timeout""#))
-        #expect(server.stderr.contains(#""http.limit":"body_timeout""#))
+        #expect(server.logs(#""http.limit":"header_timeout""#))
+        #expect(server.logs(#""http.limit":"body_timeout""#))
     }
 
     @Test("an idle keep-alive connection is closed after the idle timeout")
@@ -266,7 +266,7 @@ struct RunnerHardeningTests {
         let silent = try RawConnection(port: server.port)
         let nothing = silent.receive(for: 15)
         #expect(nothing.text.isEmpty && nothing.closed)
-        #expect(server.stderr.contains(#""http.limit":"idle_timeout""#))
+        #expect(server.logs(#""http.limit":"idle_timeout""#))
     }
 
     @Test("past the connection cap a new connection gets a 503 problem; the connections being served are not disturbed")
@@ -290,7 +290,7 @@ struct RunnerHardeningTests {
         served[0].send("GET /api/still-here HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let again = served[0].receive(for: 15)
         #expect(again.text.contains("/problems/not-found") && again.text.contains("still-here"))
-        #expect(server.stderr.contains(#""http.limit":"max_connections""#))
+        #expect(server.logs(#""http.limit":"max_connections""#))
         // Once a served connection closes, a new one is accepted again.
         served[1].close()
         var admitted = false

@@ -62,6 +62,17 @@ final class RunnerServer {
     enum ServerError: Error { case didNotStart(String), noAnswer(String) }
 
     var stderr: String { String(decoding: stderrBuffer.value, as: UTF8.self) }
+
+    /// Whether the runner's stderr shows `text` within `seconds`: its log is read on another thread, so a line
+    /// written just before an answer may arrive just after it.
+    func logs(_ text: String, within seconds: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !stderr.contains(text) {
+            guard Date() < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return true
+    }
     var pid: Int32 { process.processIdentifier }
 
     var client: RunnerClient { RunnerClient(port: port) }
