@@ -88,6 +88,21 @@ struct CaregiverApp {
             clock: clock)
         self.settings = CaregiverPushSettingsModel(lifecycle: lifecycle, permission: permission)
     }
+
+    /// A new app against `baseURL` whose caregiver has turned push on.
+    static func enabled(baseURL: URL) async -> CaregiverApp {
+        let app = CaregiverApp(baseURL: baseURL)
+        await app.settings.setPushEnabled(true)
+        return app
+    }
+
+    /// The same installation launched again (same caregiver, persisted state, Keychain and clock), against
+    /// `baseURL`, with the token FCM gives it now.
+    func relaunched(baseURL: URL, token: String? = nil) -> CaregiverApp {
+        CaregiverApp(
+            baseURL: baseURL, caregiver: caregiver, token: token ?? tokenSource.token, store: store, keychain: keychain,
+            clock: clock)
+    }
 }
 
 extension RunnerServer {

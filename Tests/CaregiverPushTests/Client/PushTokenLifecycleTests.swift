@@ -61,24 +61,17 @@ struct PushTokenLifecycleTests {
     @Test("a failed registration (503) is retried on the next launch, which registers the token")
     func failedRegistrationRetried() async throws {
         let down = try Self.serverWithoutDatabase()
-        let store = MemoryStore()
-        let keychain = MemoryStore()
-        let clock = MovableClock()
         let up = try RunnerServer.forClient()
-        let before = CaregiverApp(baseURL: up.baseURL, store: store, keychain: keychain, clock: clock)
-        await before.settings.setPushEnabled(true)
+        let before = await CaregiverApp.enabled(baseURL: up.baseURL)
+        let store = before.store
         // The token rotates while the server cannot store it.
-        let failing = CaregiverApp(
-            baseURL: down.baseURL, caregiver: before.caregiver, token: makeDeviceToken(), store: store,
-            keychain: keychain, clock: clock)
+        let failing = before.relaunched(baseURL: down.baseURL, token: makeDeviceToken())
         await #expect(throws: PushAPIError.unavailable(retryAfterSeconds: 5)) {
             try await failing.lifecycle.registerIfNeeded(token: failing.tokenSource.token)
         }
         #expect(store.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == "true")
         // The next launch, with the server back: same persisted state, the token FCM now gives.
-        let next = CaregiverApp(
-            baseURL: up.baseURL, caregiver: before.caregiver, token: failing.tokenSource.token, store: store,
-            keychain: keychain, clock: clock)
+        let next = failing.relaunched(baseURL: up.baseURL)
         #expect(next.settings.isPushEnabled)
         await next.lifecycle.applicationDidLaunch()
         let rows = try TestDatabase.with { try Seed.devices($0, owner: before.caregiver) }
@@ -89,25 +82,18 @@ struct PushTokenLifecycleTests {
 
     @Test("a failed renewal of the same token is retried at the next launch, not only after 30 more days")
     func failedRenewalRetried() async throws {
-        let store = MemoryStore()
-        let keychain = MemoryStore()
-        let clock = MovableClock()
         let up = try RunnerServer.forClient()
-        let before = CaregiverApp(baseURL: up.baseURL, store: store, keychain: keychain, clock: clock)
-        await before.settings.setPushEnabled(true)
+        let before = await CaregiverApp.enabled(baseURL: up.baseURL)
+        let (store, clock) = (before.store, before.clock)
         let down = try Self.serverWithoutDatabase()
-        let failing = CaregiverApp(
-            baseURL: down.baseURL, caregiver: before.caregiver, token: before.tokenSource.token, store: store,
-            keychain: keychain, clock: clock)
+        let failing = before.relaunched(baseURL: down.baseURL)
         clock.current += PushTokenLifecycle.refreshInterval + 60
         await failing.lifecycle.applicationDidLaunch()
         #expect(store.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == "true")
         // Back within the 30 days of the last success (the clock went back, as a phone's may): only the failure
         // flag says to register.
         clock.current -= PushTokenLifecycle.refreshInterval
-        let next = CaregiverApp(
-            baseURL: up.baseURL, caregiver: before.caregiver, token: before.tokenSource.token, store: store,
-            keychain: keychain, clock: clock)
+        let next = before.relaunched(baseURL: up.baseURL)
         await next.lifecycle.applicationDidLaunch()
         #expect(up.registrations(atLeast: 2) == 2)
         #expect(store.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == nil)
