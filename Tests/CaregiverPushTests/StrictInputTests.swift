@@ -1,5 +1,6 @@
 import CaregiverPush
 import Foundation
+import Synchronization
 import Testing
 
 /// Identifiers are exact, the event envelope is parsed strictly, and the database layer neither truncates nor waits
@@ -245,14 +246,26 @@ struct StrictInputTests {
         let body = json([
             "medicationId": .string(household.morning[0].uuidString.lowercased()), "scheduledAt": .string(scheduledAt),
         ])
-        // The lock is still held when this returns: had the function waited for it, the call would never end.
+        // A watchdog ends the holder's session after 30 s, so that a function waiting without bound fails this test
+        // instead of hanging it (a blocked libpq call cannot be interrupted by the test's time limit).
+        let holderPID = try holder.query("SELECT pg_backend_pid()").single?.decode(Int.self, at: 0) ?? 0
+        let released = Atomic<Bool>(false)
+        let watchdog = DispatchWorkItem {
+            released.store(true, ordering: .relaxed)
+            _ = try? TestDatabase.with { try $0.query("SELECT pg_terminate_backend(\(holderPID))") }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
         let answer = invoke(
             DoseRecord(), event: makeEvent(bearer: household.patientToken, body: body),
             environment: testEnvironment(["DATABASE_LOCK_TIMEOUT_MS": "300"]))
+        watchdog.cancel()
+        // Answered while the other session still held the lock: the function did not wait for it.
+        let wasReleased = released.load(ordering: .relaxed)
+        #expect(!wasReleased)
         #expect(answer.status == 503)
         #expect(answer.response.headers["retry-after"] == "5")
         #expect(answer.log.contains(#""db.sqlstate":"55P03""#))
-        try holder.query("ROLLBACK")
+        _ = try? holder.query("ROLLBACK")
         // Once the other session is gone, the same request records the dose.
         let again = invoke(DoseRecord(), event: makeEvent(bearer: household.patientToken, body: body))
         #expect(again.status == 200 && again.json?["updatedCount"] == .number(1))
