@@ -14,6 +14,7 @@ let functions: [(product: String, target: String)] = [
     ("dose-record", "DoseRecord"),
     ("slot-bulk-record", "SlotBulkRecord"),
     ("prn-record", "PrnRecord"),
+    ("push-sweep", "PushSweep"),
 ]
 
 let package = Package(

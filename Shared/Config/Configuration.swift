@@ -26,6 +26,19 @@ public struct Configuration: Sendable {
     public var pushSendDeadlineMilliseconds: Int
     /// `DATABASE_LOCK_TIMEOUT_MS` and `DATABASE_STATEMENT_TIMEOUT_MS`: every transaction's bounds.
     public var transactionSettings: TransactionSettings
+    /// `PUSH_MAX_AGE_SECONDS`: a delivery whose event was committed longer ago is never sent (`EXPIRED`).
+    public var pushMaxAgeSeconds: Int
+    /// `PUSH_DEVICE_STALE_DAYS`: `push-sweep` disables devices not seen for this long (`STALE`).
+    public var pushDeviceStaleDays: Int
+    /// `PUSH_RETENTION_DAYS`: `push-sweep` deletes final deliveries and their events older than this.
+    public var pushRetentionDays: Int
+    /// `PUSH_SWEEP_BATCH_SIZE`: deliveries one lease of `push-sweep` takes.
+    public var pushSweepBatchSize: Int
+    /// `PUSH_SWEEP_TIME_LIMIT_MS`: how long one `push-sweep` run may lease and send, when its host gives no
+    /// deadline of its own (one-shot mode); under the Runtime API the invocation's deadline bounds it too.
+    public var pushSweepTimeLimitMilliseconds: Int
+    /// `METRICS_NAMESPACE`: the CloudWatch namespace of the EMF metrics lines.
+    public var metricsNamespace: String
     /// Problems found while reading, reported by ``requireFunctionBasics()`` or by the push.
     public var errors: [ConfigurationError]
 
@@ -100,6 +113,25 @@ public struct Configuration: Sendable {
         }
         transactionSettings = TransactionSettings(
             lockTimeoutMilliseconds: bounds[0], statementTimeoutMilliseconds: bounds[1])
+        var errors = self.errors
+        func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>, unit: String) -> Int {
+            guard let raw = value(name) else { return fallback }
+            guard let number = Int(raw), range.contains(number) else {
+                errors.append(
+                    ConfigurationError(
+                        variable: name, reason: "must be \(range.lowerBound) to \(range.upperBound) \(unit)"))
+                return fallback
+            }
+            return number
+        }
+        pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")
+        pushDeviceStaleDays = integer("PUSH_DEVICE_STALE_DAYS", default: 270, range: 1...3650, unit: "days")
+        pushRetentionDays = integer("PUSH_RETENTION_DAYS", default: 30, range: 1...3650, unit: "days")
+        pushSweepBatchSize = integer("PUSH_SWEEP_BATCH_SIZE", default: 1000, range: 1...10_000, unit: "deliveries")
+        pushSweepTimeLimitMilliseconds = integer(
+            "PUSH_SWEEP_TIME_LIMIT_MS", default: 50_000, range: 1000...900_000, unit: "milliseconds")
+        self.errors = errors
+        metricsNamespace = value("METRICS_NAMESPACE") ?? "CaregiverPush"
     }
 
     /// Checks what every invocation needs: a database URL and at least one way to verify caregiver tokens.

@@ -12,6 +12,8 @@ public struct PushDeviceRegistry {
         case unregistered = "UNREGISTERED"
         case senderIDMismatch = "SENDER_ID_MISMATCH"
         case invalidArgument = "INVALID_ARGUMENT"
+        /// Not seen for `PUSH_DEVICE_STALE_DAYS`: disabled by `push-sweep`.
+        case stale = "STALE"
     }
 
     public enum Platform: String, Sendable, CaseIterable {

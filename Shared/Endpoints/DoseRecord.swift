@@ -17,9 +17,12 @@ public struct DoseRecord: Endpoint {
 
         // One transaction, so that every wait (a conflicting dose another request has not committed yet) is bounded
         // by the session's lock_timeout, and a serialization failure or deadlock is retried whole.
-        let (access, record, recordedTakenAt, updatedCount) = try context.database.withTransaction(
+        // One transaction: every wait (a conflicting dose another request has not committed yet) is bounded by the
+        // session's lock_timeout, a serialization failure or deadlock is retried whole, and the push the dose owes
+        // (the outbox) commits with it or not at all.
+        let (record, updatedCount, owedEvent) = try context.database.withTransaction(
             logger: context.logger
-        ) { connection -> (PatientAccess, DoseRecordBody, Date, Int) in
+        ) { connection -> (DoseRecordBody, Int, String?) in
             let access = try PatientAccess.resolve(
                 principal, requestedPatientID: fields.patientID, connection: connection)
             let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
@@ -30,34 +33,38 @@ public struct DoseRecord: Endpoint {
                 VALUES (\(access.patientID), \(medicationID), \(scheduledAt), \(takenAt), \(access.role.rawValue),
                         \(access.recorderID))
                 ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
-                RETURNING id, taken_at
+                RETURNING id, taken_at, recording_group_id
                 """
             ).single
             let row =
                 try inserted
                 ?? connection.query(
                     """
-                    SELECT id, taken_at FROM dose_records
+                    SELECT id, taken_at, recording_group_id FROM dose_records
                     WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
                       AND scheduled_at = \(scheduledAt)
                     """
                 ).single
             guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
-            let (recordID, recordedTakenAt) = try row.decode((UUID, Date).self)
+            let (recordID, recordedTakenAt, groupID) = try row.decode((UUID, Date, UUID?).self)
+            // A repeat returns the stored record as it is, with the slot group it was recorded in.
             let record = DoseRecordBody(
                 id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
-                takenAt: recordedTakenAt, recordingGroupID: nil)
-            return (access, record, recordedTakenAt, inserted == nil ? 0 : 1)
+                takenAt: recordedTakenAt, recordingGroupID: groupID)
+            guard inserted != nil else { return (record, 0, nil) }
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: record.date, slot: record.slot, recordingGroupID: nil,
+                takenAt: recordedTakenAt, withinTime: record.withinTime, actingCaregiverID: access.actingCaregiverID)
+            let owesPush = try PushOutbox.enqueue(
+                event, source: .doseRecord, configuration: context.configuration, connection: connection)
+            return (record, 1, owesPush ? event.eventKey : nil)
         }
         context.logger.info(
             "dose recorded",
             metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
-        let event = DoseTakenEvent(
-            patientID: access.patientID, date: record.date, slot: record.slot, recordingGroupID: nil,
-            takenAt: recordedTakenAt, withinTime: record.withinTime, actingCaregiverID: access.actingCaregiverID)
         return EndpointResponse(
             body: RecordResponse(record: record, updatedCount: updatedCount),
-            afterResponse: updatedCount > 0 ? PushDispatcher.afterResponse(event) : nil)
+            afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
     }
 
     /// A body that passed validation.
@@ -116,11 +123,14 @@ public struct DoseRecord: Endpoint {
 }
 
 extension PushDispatcher {
-    /// The post-response work of a recording endpoint: dispatch `event` with the invocation's own resources.
-    static func afterResponse(_ event: DoseTakenEvent) -> (InvocationContext) -> Void {
+    /// The post-response work of a recording endpoint: send what `eventKey` owes with the invocation's own
+    /// resources, stopping before the invocation's deadline. What is not sent by then stays for the sweep.
+    static func afterResponse(eventKey: String) -> (InvocationContext) -> Void {
         { context in
-            PushDispatcher(configuration: context.configuration, logger: context.logger)
-                .dispatch(event, database: context.database, push: context.push)
+            let dispatcher = PushDispatcher(configuration: context.configuration, logger: context.logger)
+            dispatcher.dispatch(
+                eventKey: eventKey, database: context.database, push: context.push,
+                deadline: dispatcher.sendDeadline(hostDeadline: context.deadline), metrics: context.metrics)
         }
     }
 }

@@ -27,7 +27,7 @@ public struct PrnRecord: Endpoint {
             length: 64)
 
         // One transaction: waits are bounded by the session's lock_timeout, a conflict is retried whole, and the push
-        // runs only after the commit (the response's post-response work).
+        // the dose owes (the outbox) commits with it; it is sent after the response.
         return try context.database.withTransaction(logger: context.logger) { connection -> EndpointResponse in
             let access = try PatientAccess.resolve(
                 principal, requestedPatientID: fields.patientID, connection: connection)
@@ -70,9 +70,12 @@ public struct PrnRecord: Endpoint {
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: record.record.date, slot: record.record.slot, recordingGroupID: nil,
                 takenAt: takenAt.date, withinTime: false, actingCaregiverID: access.actingCaregiverID)
+            // The push the dose owes commits with it (the outbox), and is sent after the response.
+            let owesPush = try PushOutbox.enqueue(
+                event, source: .prnRecord, configuration: context.configuration, connection: connection)
             return EndpointResponse(
                 body: RecordResponse(record: record.record, updatedCount: 1),
-                afterResponse: PushDispatcher.afterResponse(event))
+                afterResponse: owesPush ? PushDispatcher.afterResponse(eventKey: event.eventKey) : nil)
 
         }
     }

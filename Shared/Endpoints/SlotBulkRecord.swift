@@ -18,10 +18,12 @@ public struct SlotBulkRecord: Endpoint {
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
 
-        let connection = try context.database.connection()
-        let access = try PatientAccess.resolve(principal, requestedPatientID: fields.patientID, connection: connection)
         let groupID = UUID()
-        let records = try connection.withTransaction { connection -> [DoseRecordBody] in
+        let (records, owedEvent) = try context.database.withTransaction(
+            logger: context.logger
+        ) { connection -> ([DoseRecordBody], String?) in
+            let access = try PatientAccess.resolve(
+                principal, requestedPatientID: fields.patientID, connection: connection)
             // Identical concurrent requests queue here, so the group is recorded by one of them, whole.
             try connection.query(
                 "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\("\(access.patientID):\(date.text):\(slot.rawValue)")))")
@@ -48,17 +50,20 @@ public struct SlotBulkRecord: Endpoint {
                             recordingGroupID: groupID))
                 }
             }
-            return records
+            guard !records.isEmpty else { return (records, nil) }
+            // The push the group owes commits with it: one event for the whole group.
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
+                withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
+            let owesPush = try PushOutbox.enqueue(
+                event, source: .slotBulkRecord, configuration: context.configuration, connection: connection)
+            return (records, owesPush ? event.eventKey : nil)
         }
         context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
         let response = SlotRecordResponse(
             recordingGroupId: records.isEmpty ? nil : groupID.uuidString.lowercased(), updatedCount: records.count,
             records: records)
-        guard !records.isEmpty else { return EndpointResponse(body: response) }
-        let event = DoseTakenEvent(
-            patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
-            withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
-        return EndpointResponse(body: response, afterResponse: PushDispatcher.afterResponse(event))
+        return EndpointResponse(body: response, afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
     }
 
     /// A body that passed validation.

@@ -72,10 +72,16 @@ public final class InvocationContext {
     public let requestID: String
     /// The invocation's "now", fixed at its start so that every check of one request agrees.
     public let now: Date
+    /// The host's deadline for the whole invocation, post-response work included: the Lambda invocation's
+    /// `Lambda-Runtime-Deadline-Ms`; `nil` in one-shot mode, where the host kills the process at its timeout.
+    public let deadline: ContinuousClock.Instant?
+    /// The invocation's metrics, written as one EMF line when it ends.
+    public let metrics: InvocationMetrics
 
     public init(
         configuration: Configuration, logger: Logger, database: DatabaseSession, push: PushResources,
-        requestID: String, now: Date
+        requestID: String, now: Date, deadline: ContinuousClock.Instant? = nil,
+        metrics: InvocationMetrics = InvocationMetrics()
     ) {
         self.configuration = configuration
         self.logger = logger
@@ -83,5 +89,7 @@ public final class InvocationContext {
         self.push = push
         self.requestID = requestID
         self.now = now
+        self.deadline = deadline
+        self.metrics = metrics
     }
 }

@@ -31,9 +31,11 @@ public struct FunctionHandler<E: Endpoint> {
     ///   - push: the process's FCM resources (likewise kept).
     ///   - requestIDFallback: the host's request id (the Runtime API's), used when the event carries none.
     ///   - now: the invocation's clock reading.
+    ///   - deadline: the host's deadline for the whole invocation (the Runtime API's), post-response work included.
+    ///   - metrics: the invocation's metrics, which the push adds to.
     public func invoke(
         eventBytes: [UInt8], database: DatabaseSession, push: PushResources, requestIDFallback: String? = nil,
-        now: Date = Date()
+        now: Date = Date(), deadline: ContinuousClock.Instant? = nil, metrics: InvocationMetrics = InvocationMetrics()
     ) -> Outcome {
         let event: APIGatewayV2Request
         do {
@@ -49,7 +51,8 @@ public struct FunctionHandler<E: Endpoint> {
         var log = logger
         log[metadataKey: "requestId"] = .string(requestID)
         let context = InvocationContext(
-            configuration: configuration, logger: log, database: database, push: push, requestID: requestID, now: now)
+            configuration: configuration, logger: log, database: database, push: push, requestID: requestID, now: now,
+            deadline: deadline, metrics: metrics)
         do {
             let request = try makeRequest(event, requestID: requestID)
             try configuration.requireFunctionBasics()
@@ -157,5 +160,23 @@ public struct FunctionHandler<E: Endpoint> {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
+    }
+}
+
+extension FunctionHandler: InvocationHandling {
+    public var functionName: String { endpoint.functionName }
+
+    public func handle(_ input: InvocationInput, database: DatabaseSession, push: PushResources) -> InvocationResult {
+        let outcome = invoke(
+            eventBytes: input.eventBytes, database: database, push: push, requestIDFallback: input.requestIDFallback,
+            now: input.now, deadline: input.deadline, metrics: input.metrics)
+        return InvocationResult(document: outcome.response, afterResponse: outcome.afterResponse)
+    }
+
+    public func oversizedEvent(limit: Int) -> InvocationResult {
+        logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
+        let problem = Problem.payloadTooLarge(limit: Self.bodyLimit)
+        return InvocationResult(
+            document: Self.response(for: problem, requestID: UUID().uuidString.lowercased()), afterResponse: nil)
     }
 }

@@ -16,14 +16,29 @@ public enum FunctionHost {
 
     /// Runs `endpoint` for this process and exits.
     public static func main(_ endpoint: some Endpoint) -> Never {
+        main(name: endpoint.functionName) { configuration, logger in
+            FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
+        }
+    }
+
+    /// Runs a scheduled `job` (`push-sweep`) for this process and exits.
+    public static func main(_ job: some ScheduledJob) -> Never {
+        main(name: job.functionName) { configuration, logger in
+            ScheduledHandler(job: job, configuration: configuration, logger: logger)
+        }
+    }
+
+    private static func main<H: InvocationHandling>(
+        name: String, _ makeHandler: (Configuration, Logger) -> H
+    ) -> Never {
         // A host that stops reading must not kill us mid-response: the failed write is reported instead.
         signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         JSONLogHandler.bootstrap(environment: environment)
-        var logger = Logger(label: endpoint.functionName)
-        logger[metadataKey: "function"] = .string(endpoint.functionName)
+        var logger = Logger(label: name)
+        logger[metadataKey: "function"] = .string(name)
         let configuration = Configuration(environment: environment)
-        let handler = FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
+        let handler = makeHandler(configuration, logger)
         let database = DatabaseSession(configuration: configuration)
         let push = PushResources(configuration: configuration)
         if let api = environment["AWS_LAMBDA_RUNTIME_API"], !api.isEmpty {
@@ -34,23 +49,20 @@ public enum FunctionHost {
     }
 
     /// One-shot mode. Returns the exit status: 0 once a response was written, 1 when none could be.
-    static func runOnce<E: Endpoint>(
-        _ handler: FunctionHandler<E>, database: DatabaseSession, push: PushResources
-    ) -> Int32 {
-        let outcome: FunctionHandler<E>.Outcome
+    static func runOnce<H: InvocationHandling>(_ handler: H, database: DatabaseSession, push: PushResources) -> Int32 {
+        let started = ContinuousClock.now
+        let metrics = InvocationMetrics()
+        metrics.set(.coldStart, 1)
+        let result: InvocationResult
         switch readStandardInput(limit: eventLimit) {
         case .some(let bytes):
-            outcome = handler.invoke(eventBytes: bytes, database: database, push: push)
+            result = handler.handle(InvocationInput(eventBytes: bytes, metrics: metrics), database: database, push: push)
         case .none:
-            handler.logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(eventLimit)"])
-            let problem = Problem.payloadTooLarge(limit: FunctionHandler<E>.bodyLimit)
-            outcome = .init(
-                response: FunctionHandler<E>.response(for: problem, requestID: UUID().uuidString.lowercased()),
-                afterResponse: nil)
+            result = handler.oversizedEvent(limit: eventLimit)
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(outcome.response) else {
+        guard let data = try? encoder.encode(result.document) else {
             handler.logger.critical("response could not be encoded")
             return 1
         }
@@ -61,9 +73,21 @@ public enum FunctionHost {
             return 1
         }
         closeStandardOutput()
-        outcome.afterResponse?()
+        result.afterResponse?()
         database.close()
+        emitMetrics(metrics, handler: handler, started: started)
         return 0
+    }
+
+    /// Writes the invocation's EMF line (with its duration, response to end of post-response work) on stderr.
+    static func emitMetrics(
+        _ metrics: InvocationMetrics, handler: some InvocationHandling, started: ContinuousClock.Instant
+    ) {
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        metrics.set(.durationMs, (milliseconds * 10).rounded() / 10)
+        JSONLogHandler.writeToStandardError(
+            metrics.line(namespace: handler.configuration.metricsNamespace, function: handler.functionName))
     }
 
     /// Reads stdin to EOF; `nil` when it holds more than `limit` bytes.

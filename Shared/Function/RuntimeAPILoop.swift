@@ -5,9 +5,12 @@ import Logging
 /// warm worker of `runner serve --mode warm` (SPEC §2.2).
 ///
 /// `GET /2018-06-01/runtime/invocation/next` → handle → `POST …/invocation/{id}/response` → post-response work →
-/// next. The database connection and the FCM access token live in the process and serve every invocation.
-struct RuntimeAPILoop<E: Endpoint> {
-    let handler: FunctionHandler<E>
+/// metrics line → next. The post-response work is bounded by the invocation's `Lambda-Runtime-Deadline-Ms` (less a
+/// margin), so the process is back at `/next` before AWS's deadline: past it the environment would be stopped
+/// mid-work. The database connection, the FCM client and the access token live in the process and serve every
+/// invocation.
+struct RuntimeAPILoop<H: InvocationHandling> {
+    let handler: H
     let database: DatabaseSession
     let push: PushResources
     /// `host:port` from `AWS_LAMBDA_RUNTIME_API`.
@@ -18,11 +21,13 @@ struct RuntimeAPILoop<E: Endpoint> {
     /// Runs until the Runtime API goes away; returns the exit status.
     func run() -> Int32 {
         var failures = 0
+        var coldStart = true
         while true {
             switch nextInvocation() {
             case .success(let invocation):
                 failures = 0
-                handle(invocation)
+                handle(invocation, coldStart: coldStart)
+                coldStart = false
             case .failure(let error):
                 failures += 1
                 handler.logger.error("runtime API unreachable", metadata: ["error": .string(error.description)])
@@ -35,7 +40,8 @@ struct RuntimeAPILoop<E: Endpoint> {
 
     struct Invocation {
         let requestID: String
-        let deadline: Date?
+        /// `Lambda-Runtime-Deadline-Ms` on this process's clock.
+        let deadline: ContinuousClock.Instant?
         let event: [UInt8]
     }
 
@@ -46,25 +52,37 @@ struct RuntimeAPILoop<E: Endpoint> {
             guard response.status == 200, let requestID = response.headers["lambda-runtime-aws-request-id"],
                 !requestID.isEmpty
             else { return .failure(HTTPClientError(.transferFailed)) }
-            let deadline = response.headers["lambda-runtime-deadline-ms"].flatMap(Double.init).map {
-                Date(timeIntervalSince1970: $0 / 1000)
-            }
+            let deadline = response.headers["lambda-runtime-deadline-ms"].flatMap { Self.deadline(epochMilliseconds: $0) }
             return .success(Invocation(requestID: requestID, deadline: deadline, event: response.body))
         }
     }
 
-    private func handle(_ invocation: Invocation) {
-        let outcome = handler.invoke(
-            eventBytes: invocation.event, database: database, push: push, requestIDFallback: invocation.requestID)
+    /// The wall-clock deadline (Unix epoch milliseconds) as an instant of the monotonic clock.
+    static func deadline(epochMilliseconds text: String, now: Date = Date()) -> ContinuousClock.Instant? {
+        guard let milliseconds = Int64(text.trimmingCharacters(in: .whitespaces)), milliseconds > 0 else { return nil }
+        let remaining = Double(milliseconds) / 1000 - now.timeIntervalSince1970
+        return ContinuousClock.now + .milliseconds(Int64((remaining * 1000).rounded(.down)))
+    }
+
+    private func handle(_ invocation: Invocation, coldStart: Bool) {
+        let started = ContinuousClock.now
+        let metrics = InvocationMetrics()
+        metrics.set(.coldStart, coldStart ? 1 : 0)
+        let result = handler.handle(
+            InvocationInput(
+                eventBytes: invocation.event, requestIDFallback: invocation.requestID, deadline: invocation.deadline,
+                metrics: metrics),
+            database: database, push: push)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let path = "\(base)/invocation/\(invocation.requestID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")"
-        guard let body = try? encoder.encode(outcome.response) else {
+        if let body = try? encoder.encode(result.document) {
+            post("\(path)/response", body: Array(body))
+            result.afterResponse?()
+        } else {
             post("\(path)/error", body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"))
-            return
         }
-        post("\(path)/response", body: Array(body))
-        outcome.afterResponse?()
+        FunctionHost.emitMetrics(metrics, handler: handler, started: started)
     }
 
     private func post(_ url: String, body: [UInt8]) {

@@ -39,6 +39,9 @@ public final class DatabaseSession {
         try connection().withTransaction(logger: logger, body)
     }
 
+    /// Whether the session holds a connection that libpq still considers open.
+    public var isOpen: Bool { current?.isOpen ?? false }
+
     /// Closes the connection (end of process, or after a failure that may have left it unusable).
     public func close() {
         current?.close()

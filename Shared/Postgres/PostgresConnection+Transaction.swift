@@ -13,9 +13,14 @@ public struct TransactionSettings: Sendable, Equatable {
         self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
     }
 
-    /// `SET LOCAL …` statements (integers only, so nothing is interpolated from outside).
+    /// `SET LOCAL …` statements (integers only, so nothing is interpolated from outside). They end with the
+    /// transaction, so nothing leaks to the next user of a pooled server connection.
+    ///
+    /// `idle_in_transaction_session_timeout` ends a transaction whose client went quiet (a frozen or stopped
+    /// process) so that its locks cannot outlive it for longer than one statement's bound.
     var statements: String {
-        "SET LOCAL lock_timeout = \(lockTimeoutMilliseconds); SET LOCAL statement_timeout = \(statementTimeoutMilliseconds)"
+        "SET LOCAL lock_timeout = \(lockTimeoutMilliseconds); SET LOCAL statement_timeout = \(statementTimeoutMilliseconds); "
+            + "SET LOCAL idle_in_transaction_session_timeout = \(statementTimeoutMilliseconds + lockTimeoutMilliseconds)"
     }
 }
 

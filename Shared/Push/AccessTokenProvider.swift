@@ -47,13 +47,18 @@ public final class AccessTokenProvider {
             token != rejected && expiresAt.timeIntervalSince(now) > Self.refreshMargin
         }
         if let cached, usable(cached.token, cached.expiresAt) { return cached.token }
-        if let stored = try storedToken(connection), usable(stored.token, stored.expiresAt) {
+        if let stored = try connection.withTransaction({ try storedToken($0) }), usable(stored.token, stored.expiresAt) {
             cached = stored
             return stored.token
         }
         let token = try connection.withTransaction { connection -> (token: String, expiresAt: Date) in
-            // Whoever holds the lock may be minting: wait as long as one mint may take, not the usual lock bound.
-            try connection.query("SELECT set_config('lock_timeout', \(String(timeoutMilliseconds + 1000)), true)")
+            // Whoever holds the lock may be minting: wait as long as one mint may take, not the usual lock bound. The
+            // holder is idle in its transaction during the HTTP call, for at most `timeoutMilliseconds`.
+            try connection.query(
+                """
+                SELECT set_config('lock_timeout', \(String(timeoutMilliseconds + 1000)), true),
+                       set_config('idle_in_transaction_session_timeout', \(String(timeoutMilliseconds + 2000)), true)
+                """)
             try connection.query(
                 "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\(account.clientEmail)))")
             if let stored = try storedToken(connection), usable(stored.token, stored.expiresAt) { return stored }

@@ -25,19 +25,35 @@ public struct DoseTakenEvent: Sendable, Equatable {
         self.takenAt = takenAt
         self.withinTime = withinTime
         self.actingCaregiverID = actingCaregiverID
+        self.eventKey = Self.eventKey(patientID: patientID, date: date, slot: slot, group: recordingGroupID, takenAt: takenAt)
+    }
+
+    /// An event as the outbox stored it: its key is the stored one, whatever the fields would compute today.
+    init(
+        storedKey: String, patientID: UUID, date: String, slot: Slot, recordingGroupID: UUID?, takenAt: Date,
+        withinTime: Bool
+    ) {
+        self.patientID = patientID
+        self.date = date
+        self.slot = slot
+        self.recordingGroupID = recordingGroupID
+        self.takenAt = takenAt
+        self.withinTime = withinTime
+        self.actingCaregiverID = nil
+        self.eventKey = storedKey
     }
 
     /// The de-duplication key of SPEC §9.2: `doseTaken:{group}`, or `doseTaken:{patient}:{date}:{slot}:{HH:mm}`
-    /// with the Tokyo minute of `takenAt`.
-    public var eventKey: String {
-        if let recordingGroupID { return "doseTaken:\(recordingGroupID.uuidString.lowercased())" }
+    /// with the Tokyo minute of `takenAt`. The primary key of `push_events`.
+    public let eventKey: String
+
+    private static func eventKey(patientID: UUID, date: String, slot: Slot, group: UUID?, takenAt: Date) -> String {
+        if let group { return "doseTaken:\(group.uuidString.lowercased())" }
         return "doseTaken:\(patientID.uuidString.lowercased()):\(date):\(slot.rawValue):\(TokyoClock.hourMinute(takenAt))"
     }
 
     /// The APNs collapse id: the first 32 hex digits of SHA-256(event key), so a duplicate shows as one.
-    public var collapseID: String {
-        String(SHA256.hash(Array(eventKey.utf8)).map { String($0, radix: 16).leftPadded(to: 2) }.joined().prefix(32))
-    }
+    public var collapseID: String { Self.collapseID(of: eventKey) }
 }
 
 /// The FCM HTTP v1 message for one device (SPEC §9.4). The `data` keys and `type` come from `PushPayloadContract`,

@@ -1,21 +1,23 @@
 import Foundation
 import Logging
 
-/// Tells every enabled device of every linked caregiver, exactly once, that a dose was taken (SPEC §9).
+/// Sends what the push queue owes (SPEC §9, durable delivery): a recording's own deliveries right after its
+/// response, and `push-sweep`'s batches.
 ///
-/// 1. Claims a `push_deliveries` row per recipient device with `INSERT … ON CONFLICT DO NOTHING RETURNING`: only
-///    devices claimed by this call are sent to, so retries, concurrent duplicates and repeated triggers of one
-///    event give one push per device.
-/// 2. Sends all claimed devices concurrently over one ``HTTPClient``, retrying transient failures with exponential
-///    back-off and jitter (honouring `Retry-After`), re-minting the access token once on a 401.
-/// 3. Records each outcome on its delivery row and disables dead tokens.
+/// 1. Gets the FCM access token first (shared in `fcm_access_tokens`), so that nothing is leased that cannot be sent.
+/// 2. Leases the due deliveries (``DeliveryQueue/lease(eventKey:limit:configuration:database:)``).
+/// 3. Sends them concurrently over the process's ``HTTPClient``, retrying transient failures inside the deadline.
+/// 4. Records each outcome; what could not be sent in time goes back to `PENDING` with a back-off, for the sweep.
 ///
-/// Everything is bounded by `PUSH_SEND_DEADLINE_MS` and nothing is thrown: this runs after the response.
+/// Nothing is thrown: this runs after the response. Whatever goes wrong leaves deliveries `PENDING` or leased, and a
+/// lease runs out: the sweep finishes the job.
 public struct PushDispatcher {
-    /// Attempts per device, the first included (the Admin SDKs retry 4 times).
-    static let maxAttempts = 5
+    /// Attempts per device within one lease, the first included (the Admin SDKs retry 4 times).
+    static let maxAttemptsPerLease = 5
     /// First back-off; doubled for each further attempt.
     static let baseBackoff: TimeInterval = 0.5
+    /// The longest back-off between two leases of one delivery.
+    static let maxBackoff: TimeInterval = 300
 
     public let configuration: Configuration
     public let logger: Logger
@@ -25,25 +27,66 @@ public struct PushDispatcher {
         self.logger = logger
     }
 
-    /// What one dispatch did, for logs, tests and benchmarks.
+    /// What one dispatch (or one sweep batch) did, for logs, metrics, tests and benchmarks.
     public struct Report: Equatable, Sendable {
-        public var claimed = 0
+        public var leased = 0
         public var sent = 0
         public var disabled = 0
         public var failed = 0
+        /// Back to `PENDING` for a later attempt.
+        public var retryScheduled = 0
         public var connectionsOpened = 0
         public var skippedReason: String?
+
+        mutating func add(_ other: Report) {
+            leased += other.leased
+            sent += other.sent
+            disabled += other.disabled
+            failed += other.failed
+            retryScheduled += other.retryScheduled
+            connectionsOpened += other.connectionsOpened
+        }
+
+        /// Adds the push counters to an invocation's metrics.
+        func record(in metrics: InvocationMetrics?) {
+            metrics?.add(.pushSent, sent)
+            metrics?.add(.pushFailed, failed)
+            metrics?.add(.pushDisabled, disabled)
+            metrics?.add(.pushRetryScheduled, retryScheduled)
+        }
     }
 
-    /// Sends the notifications for `event`. Never throws; failures end in the log and on delivery rows.
+    /// The send deadline of an invocation: `PUSH_SEND_DEADLINE_MS` from now, and never later than the host's
+    /// deadline (the Lambda invocation's) minus ``hostDeadlineMargin``, so the process is back at `/next` in time.
+    public func sendDeadline(hostDeadline: ContinuousClock.Instant?) -> ContinuousClock.Instant {
+        let own = ContinuousClock.now + .milliseconds(configuration.pushSendDeadlineMilliseconds)
+        guard let hostDeadline else { return own }
+        return min(own, hostDeadline - Self.hostDeadlineMargin)
+    }
+
+    /// Time kept back from the host's deadline to record outcomes and return to the Runtime API.
+    public static let hostDeadlineMargin = Duration.milliseconds(1000)
+
+    /// Sends the deliveries `eventKey` owes (the recording's post-response work). Never throws.
     @discardableResult
     public func dispatch(
-        _ event: DoseTakenEvent, database: DatabaseSession, push: PushResources, now: Date = Date()
+        eventKey: String, database: DatabaseSession, push: PushResources, deadline: ContinuousClock.Instant,
+        metrics: InvocationMetrics? = nil
     ) -> Report {
-        let deadline = ContinuousClock.now + .milliseconds(configuration.pushSendDeadlineMilliseconds)
         var log = logger
-        log[metadataKey: "push.event"] = .string(event.collapseID)
-        guard let environment = configuration.pushEnvironment else {
+        log[metadataKey: "push.event"] = .string(DoseTakenEvent.collapseID(of: eventKey))
+        let report = run(
+            limit: 10_000, eventKey: eventKey, database: database, push: push, deadline: deadline, logger: log)
+        report.record(in: metrics)
+        return report
+    }
+
+    /// One lease-send-record round: everything due (of `eventKey`, or of any event), at most `limit` deliveries.
+    func run(
+        limit: Int, eventKey: String?, database: DatabaseSession, push: PushResources,
+        deadline: ContinuousClock.Instant, logger log: Logger
+    ) -> Report {
+        guard configuration.pushEnvironment != nil else {
             if configuration.fcmServiceAccountBase64 != nil || configuration.fcmServiceAccountFile != nil {
                 log.error("push skipped: PUSH_ENVIRONMENT is not DEV or PROD", metadata: ["config.variable": "PUSH_ENVIRONMENT"])
             } else {
@@ -51,74 +94,85 @@ public struct PushDispatcher {
             }
             return Report(skippedReason: "environment")
         }
+        guard ContinuousClock.now < deadline else {
+            log.warning("push deferred to the sweep: no time left before the deadline")
+            return Report(skippedReason: "deadline")
+        }
         guard let provider = push.tokenProvider(logger: log) else { return Report(skippedReason: "service account") }
+        let client: HTTPClient
+        let accessToken: String
         do {
-            let connection = try database.connection()
-            let claims = try claimDeliveries(for: event, environment: environment, connection: connection)
-            guard !claims.isEmpty else {
-                log.info("push has no new recipients")
-                return Report()
-            }
-            let displayName = try patientDisplayName(event.patientID, connection: connection)
-            var report = send(
-                event, displayName: displayName, to: claims, provider: provider, connection: connection,
-                deadline: deadline, now: now, logger: log)
-            report.claimed = claims.count
-            log.info(
-                "push dispatched",
-                metadata: [
-                    "push.claimed": .stringConvertible(report.claimed), "push.sent": .stringConvertible(report.sent),
-                    "push.disabled": .stringConvertible(report.disabled), "push.failed": .stringConvertible(report.failed),
-                ])
-            return report
+            client = try push.httpClient()
+            accessToken = try provider.accessToken(
+                connection: try database.connection(), timeoutMilliseconds: mintTimeout(until: deadline), logger: log)
         } catch {
             log.error(
-                "push dispatch failed", metadata: ["error.type": .string(String(describing: type(of: error)))])
-            return Report(skippedReason: "error")
+                "push deferred to the sweep: no FCM access token",
+                metadata: ["error": .string(String(describing: error))])
+            return Report(skippedReason: "access token")
+        }
+        let lease: (token: UUID, deliveries: [LeasedDelivery])
+        do {
+            lease = try DeliveryQueue.lease(
+                eventKey: eventKey, limit: limit, configuration: configuration, database: database)
+        } catch {
+            log.error(
+                "push deferred to the sweep: deliveries could not be leased",
+                metadata: ["error.type": .string(String(describing: type(of: error)))])
+            return Report(skippedReason: "lease")
+        }
+        guard !lease.deliveries.isEmpty else {
+            log.info("push has nothing due")
+            return Report()
+        }
+        let opened = client.connectionsOpened
+        let outcomes = send(
+            lease.deliveries, accessToken: accessToken, provider: provider, client: client, database: database,
+            deadline: deadline, logger: log)
+        var report = Report(leased: lease.deliveries.count)
+        report.connectionsOpened = client.connectionsOpened - opened
+        tally(outcomes, into: &report, logger: log)
+        DeliveryQueue.record(outcomes, lease: lease.token, database: database, logger: log)
+        log.info(
+            "push dispatched",
+            metadata: [
+                "push.leased": .stringConvertible(report.leased), "push.sent": .stringConvertible(report.sent),
+                "push.disabled": .stringConvertible(report.disabled), "push.failed": .stringConvertible(report.failed),
+                "push.retry": .stringConvertible(report.retryScheduled),
+            ])
+        return report
+    }
+
+    private func tally(_ outcomes: [DeliveryOutcome], into report: inout Report, logger: Logger) {
+        for outcome in outcomes {
+            switch outcome.status {
+            case .sent: report.sent += 1
+            case .disabledToken: report.disabled += 1
+            case .failed: report.failed += 1
+            case .pending: report.retryScheduled += 1
+            }
+            let level: Logger.Level = outcome.status == .sent ? .debug : .warning
+            logger.log(
+                level: level, "push delivery finished",
+                metadata: [
+                    "push.device": .string(outcome.delivery.deviceID.uuidString.lowercased()),
+                    "push.token_hash": .string(SHA256.hexPrefix(of: outcome.delivery.token)),
+                    "push.status": .string(outcome.status.rawValue), "push.attempts": .stringConvertible(outcome.attempts),
+                    "push.error": .string(outcome.lastError ?? ""),
+                ])
         }
     }
 
-    /// A device this call has claimed for the event.
-    struct Claim {
-        let deliveryID: UUID
-        let deviceID: UUID
-        let token: String
+    /// A mint holds the shared advisory lock across its HTTP call: never longer than one statement may run, nor
+    /// past the deadline.
+    func mintTimeout(until deadline: ContinuousClock.Instant) -> Int {
+        max(min(configuration.transactionSettings.statementTimeoutMilliseconds, (deadline - .now).milliseconds), 1)
     }
+}
 
-    /// Recipients (active links, minus the acting caregiver; enabled devices in this environment), claimed in one
-    /// statement. Served by `caregiver_patient_links_active_by_patient` and `push_devices_enabled_by_owner`.
-    func claimDeliveries(
-        for event: DoseTakenEvent, environment: Configuration.PushEnvironment, connection: PostgresConnection
-    ) throws -> [Claim] {
-        try connection.query(
-            """
-            WITH recipients AS (
-                SELECT d.id, d.token
-                FROM caregiver_patient_links l
-                JOIN push_devices d
-                  ON d.owner_type = 'CAREGIVER' AND d.owner_id = l.caregiver_id
-                 AND d.environment = \(environment.rawValue) AND d.is_enabled
-                WHERE l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
-                  AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
-            ), claimed AS (
-                INSERT INTO push_deliveries (event_key, push_device_id, status, attempts)
-                SELECT \(event.eventKey), id, 'SENDING', 0 FROM recipients
-                ON CONFLICT (event_key, push_device_id) DO NOTHING
-                RETURNING id, push_device_id
-            )
-            SELECT claimed.id, recipients.id, recipients.token
-            FROM claimed JOIN recipients ON recipients.id = claimed.push_device_id
-            """
-        ).map { row in
-            let (deliveryID, deviceID, token) = try row.decode((UUID, UUID, String).self)
-            return Claim(deliveryID: deliveryID, deviceID: deviceID, token: token)
-        }
-    }
-
-    private func patientDisplayName(_ patientID: UUID, connection: PostgresConnection) throws -> String {
-        guard let row = try connection.query("SELECT display_name FROM patients WHERE id = \(patientID)").single else {
-            throw PostgresError(.unexpectedResult, serverMessage: "patient not found")
-        }
-        return try row.decode(String.self, at: 0)
+extension DoseTakenEvent {
+    /// The APNs collapse id of an event key: the first 32 hex digits of its SHA-256 (SPEC §9.4).
+    static func collapseID(of eventKey: String) -> String {
+        String(SHA256.hash(Array(eventKey.utf8)).map { String($0, radix: 16).leftPadded(to: 2) }.joined().prefix(32))
     }
 }

@@ -12,6 +12,7 @@ public final class PushResources {
 
     private let configuration: Configuration
     private var state = State.unloaded
+    private var client: HTTPClient?
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -37,6 +38,15 @@ public final class PushResources {
         case .unloaded:
             return nil
         }
+    }
+
+    /// The process's FCM client: kept, so that a warm process (and a sweep's batches) reuse its connections.
+    /// - Throws: ``HTTPClientError`` when libcurl cannot create one.
+    public func httpClient() throws(HTTPClientError) -> HTTPClient {
+        if let client { return client }
+        let created = try HTTPClient()
+        client = created
+        return created
     }
 
     private func load() -> State {

@@ -51,8 +51,12 @@ struct ExecutableTests {
 
     /// Every stderr line is one JSON object with the fields SPEC §2 names.
     static func expectJSONLogLines(_ run: Run, function: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        let lines = run.stderr.split(separator: "\n")
+        let lines = run.stderr.split(separator: "\n").filter { !EMF.isEMF($0) }
         #expect(!lines.isEmpty, sourceLocation: sourceLocation)
+        // And one metrics line per invocation, for this function.
+        let metrics = EMF.lines(in: run.stderr, sourceLocation: sourceLocation)
+        #expect(metrics.count == 1 && metrics.first?.function == function, sourceLocation: sourceLocation)
+        #expect(metrics.first?.values["ColdStart"] == 1, sourceLocation: sourceLocation)
         for line in lines {
             let object = try? JSONValue.parse(String(line))
             #expect(object?["level"]?.stringValue != nil, "not a JSON log line: \(line)", sourceLocation: sourceLocation)

@@ -44,7 +44,8 @@ struct PushDispatchTests {
             recordingGroupID: group, takenAt: takenAt, withinTime: withinTime, actingCaregiverID: actor)
     }
 
-    /// One dispatch as a cold function process would run it: its own database session and push resources.
+    /// One recording's push as a cold function process runs it, with its own database session and push resources:
+    /// the outbox written in a transaction (as the recording's own), then the post-response send of that event.
     @discardableResult
     static func dispatch(
         _ event: DoseTakenEvent, fake: FCMFake, log: CapturedLog = CapturedLog(), overrides: [String: String?] = [:]
@@ -56,10 +57,19 @@ struct PushDispatchTests {
     static func dispatch(
         _ event: DoseTakenEvent, configuration: Configuration, log: CapturedLog = CapturedLog()
     ) -> PushDispatcher.Report {
-        let database = DatabaseSession(url: configuration.databaseURL)
+        let database = DatabaseSession(configuration: configuration)
         defer { database.close() }
-        return PushDispatcher(configuration: configuration, logger: log.logger(function: "dose-record"))
-            .dispatch(event, database: database, push: PushResources(configuration: configuration))
+        do {
+            _ = try database.withTransaction { connection in
+                try PushOutbox.enqueue(event, source: .doseRecord, configuration: configuration, connection: connection)
+            }
+        } catch {
+            Issue.record("the outbox could not be written: \(error)")
+        }
+        let dispatcher = PushDispatcher(configuration: configuration, logger: log.logger(function: "dose-record"))
+        return dispatcher.dispatch(
+            eventKey: event.eventKey, database: database, push: PushResources(configuration: configuration),
+            deadline: dispatcher.sendDeadline(hostDeadline: nil))
     }
 
     struct DeliveryRow: Equatable {
@@ -95,7 +105,7 @@ struct PushDispatchTests {
         let group = UUID()
         let event = Self.event(household, group: group, takenAt: Date(timeIntervalSince1970: 1_770_764_700))
         let report = Self.dispatch(event, fake: fake)
-        #expect(report.claimed == 2 && report.sent == 2)
+        #expect(report.leased == 2 && report.sent == 2)
         let received = try fake.messages(to: Set(tokens))
         #expect(received.count == 2)
         #expect(Set(received.compactMap { $0["token"]?.stringValue }) == Set(tokens))
@@ -139,7 +149,7 @@ struct PushDispatchTests {
         let event = Self.event(household)
         #expect(Self.dispatch(event, fake: fake).sent == 2)
         let second = Self.dispatch(event, fake: fake)
-        #expect(second.claimed == 0 && second.sent == 0)
+        #expect(second.leased == 0 && second.sent == 0)
         #expect(try fake.requests().filter { Set(tokens).contains($0["token"]?.stringValue ?? "") }.count == 2)
     }
 
@@ -170,7 +180,7 @@ struct PushDispatchTests {
         try TestDatabase.with { connection in
             try PushDeviceRegistry(connection: connection).unregister(token: token, caregiverID: household.devices.keys.first!)
         }
-        #expect(Self.dispatch(Self.event(household), fake: fake).claimed == 0)
+        #expect(Self.dispatch(Self.event(household), fake: fake).leased == 0)
         #expect(try fake.requests().isEmpty)
     }
 
@@ -264,7 +274,7 @@ struct PushDispatchTests {
         #expect(times[1] - times[0] >= 950)
     }
 
-    @Test("always 503: FAILED with its attempts and last error, all within the deadline")
+    @Test("always 503: back to PENDING with its attempts and last error, all within the deadline")
     func alwaysUnavailable() throws {
         let fake = try FCMFake()
         let token = makeDeviceToken() + "UNAVAILABLE_ALWAYS"
@@ -272,9 +282,9 @@ struct PushDispatchTests {
         let event = Self.event(household)
         let started = Date().timeIntervalSince1970 * 1000
         let report = Self.dispatch(event, fake: fake, overrides: ["PUSH_SEND_DEADLINE_MS": "2500"])
-        #expect(report.failed == 1)
+        #expect(report.retryScheduled == 1 && report.failed == 0)
         let row = try #require(try Self.deliveries(eventKey: event.eventKey).first)
-        #expect(row.status == "FAILED" && row.attempts >= 2 && row.lastError?.contains("503 UNAVAILABLE") == true)
+        #expect(row.status == "PENDING" && row.attempts >= 2 && row.lastError?.contains("503 UNAVAILABLE") == true)
         let times = try fake.requests().compactMap { $0["receivedAtMs"]?.numberValue }
         #expect(times.count == row.attempts)
         // The dispatcher's own clock starts a little after `started`; nothing may be sent after its deadline.
@@ -356,10 +366,10 @@ struct PushDispatchTests {
         let report = Self.dispatch(
             Self.event(household), fake: fake, log: unconfigured,
             overrides: ["FCM_SERVICE_ACCOUNT_JSON": nil, "FCM_API_BASE_URL": nil])
-        #expect(report.skippedReason != nil && report.claimed == 0)
+        #expect(report.skippedReason != nil && report.leased == 0)
         #expect(unconfigured.text.split(separator: "\n").filter { $0.contains("\"level\":\"warning\"") }.count == 1)
         let noEnvironment = CapturedLog()
-        #expect(Self.dispatch(Self.event(household), fake: fake, log: noEnvironment, overrides: ["PUSH_ENVIRONMENT": nil]).claimed == 0)
+        #expect(Self.dispatch(Self.event(household), fake: fake, log: noEnvironment, overrides: ["PUSH_ENVIRONMENT": nil]).leased == 0)
         #expect(noEnvironment.text.contains("\"config.variable\":\"PUSH_ENVIRONMENT\""))
         #expect(try fake.requests().isEmpty)
     }
@@ -371,7 +381,7 @@ struct PushDispatchTests {
         for value in ["not base64!", Data("{\"type\":\"service_account\"}".utf8).base64EncodedString()] {
             let log = CapturedLog()
             let report = Self.dispatch(Self.event(household), fake: fake, log: log, overrides: ["FCM_SERVICE_ACCOUNT_JSON": value])
-            #expect(report.claimed == 0)
+            #expect(report.leased == 0)
             #expect(log.text.contains("\"config.variable\":\"FCM_SERVICE_ACCOUNT_JSON\""))
         }
     }
