@@ -141,3 +141,46 @@ enum TokyoDay {
     /// `YYYY-MM-DDTHH:mm:00+09:00`.
     static func instant(_ date: String, _ time: String) -> String { "\(date)T\(time):00+09:00" }
 }
+
+/// A migrated database of its own on the test server, dropped when released.
+///
+/// For tests of `push-sweep`: a sweep leases every due delivery of its database, so two tests sharing one would send
+/// each other's deliveries (to each other's FCM fake) and see each other's counts.
+final class IsolatedDatabase: Sendable {
+    let name: String
+    let url: String
+
+    init() throws {
+        let name = "isolated_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        self.name = name
+        try TestDatabase.with { connection in
+            // An identifier cannot be a bind; `name` is made of hex digits and `_` only.
+            try connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        }
+        var components = URLComponents(string: TestDatabase.url)
+        components?.path = "/\(name)"
+        url = components?.string ?? TestDatabase.url
+        try with { _ in }
+    }
+
+    deinit {
+        let name = self.name
+        _ = try? TestDatabase.with { connection in
+            try connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
+        }
+    }
+
+    /// A migrated connection to this database.
+    func connect() throws -> PostgresConnection {
+        let connection = try PostgresConnection(url: url, applicationName: "caregiver-push-tests")
+        try Migrator(directory: TestDatabase.migrationsDirectory).migrate(connection, logger: Logger(label: "tests"))
+        return connection
+    }
+
+    @discardableResult
+    func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try connect()
+        defer { connection.close() }
+        return try body(connection)
+    }
+}
