@@ -36,7 +36,8 @@ do {
 
         ## Push fan-out
 
-        One dose event dispatched to N enabled devices (claim rows, send, record outcomes), the FCM emulator answering
+        One dose event dispatched to N enabled devices (lease the outbox rows, send, record outcomes; the outbox is
+        written first, untimed, as the recording transaction does), the FCM emulator answering
         each `messages:send` after \(delay) ms over HTTP/1.1 (the emulator does not speak HTTP/2; against FCM, libcurl
         negotiates HTTP/2 and multiplexes up to 100 streams on one connection). Median of 5 runs after a warm-up run
         that mints the access token. Ratio: against the 1-device median of the same run.
@@ -138,6 +139,45 @@ do {
             | one device, FCM answering after 2000 ms | %.1f | %.2f | %.1f |
 
             """, latency.withoutPush, latency.withPush, latency.withPush / latency.withoutPush, latency.exitWithPush)
+    let durable = DurablePushBenchmark(binDirectory: binDirectory, databaseURL: databaseURL)
+    let outbox = try durable.outboxCost(runs: 30)
+    report += """
+
+        ## The outbox in the recording transaction
+
+        `dose-record` through stdin/stdout, time to stdout's EOF, median of 30 runs (after one untimed round), the
+        three patients interleaved run by run. Each run records a new dose, so its transaction also writes the push
+        event and one PENDING delivery per recipient device (the outbox); the push is sent after the EOF and is not
+        timed. Goal: ≤ 1.10 × the patient with no device.
+
+        | recipient devices | median ms to response | × no device |
+        |---:|---:|---:|
+
+        """
+    for row in outbox {
+        report += String(
+            format: "| %d | %.1f | %.3f |\n", row.devices, row.medianMilliseconds,
+            row.medianMilliseconds / outbox[0].medianMilliseconds)
+    }
+    let sweepResult = try durable.sweepVersusFanOut(deliveries: 10_000, delayMilliseconds: delay, rounds: 2)
+    report += String(
+        format: """
+
+            ## push-sweep throughput
+
+            %d due deliveries to %d devices, the FCM emulator answering each `messages:send` after %d ms (HTTP/1.1, up
+            to 100 connections). Baseline: one recording's post-response dispatch fanning out to all of them
+            (in-process: lease, send, record). Against it: one `push-sweep` process (start to stdout EOF) over an
+            event owing the same devices, in batches of `PUSH_SWEEP_BATCH_SIZE` (%d batches). Alternated, %d rounds,
+            medians. Goal: ≥ 0.80.
+
+            | sender | deliveries / s | × one dispatch |
+            |---|---:|---:|
+            | one dispatch, fan-out to all | %.0f | 1.00 |
+            | push-sweep, batched | %.0f | %.2f |
+
+            """, sweepResult.deliveries, sweepResult.deliveries, delay, sweepResult.sweepBatches, sweepResult.rounds,
+        sweepResult.fanOutPerSecond, sweepResult.sweepPerSecond, sweepResult.sweepPerSecond / sweepResult.fanOutPerSecond)
     let mints = try functions.concurrentColdMints(invocations: 20)
     report += """
 

@@ -1,0 +1,161 @@
+import CaregiverPush
+import Foundation
+import Logging
+
+/// The two costs of durable push (issue 14), each as a ratio to a baseline of the same run:
+/// - the outbox in the recording transaction: `dose-record`'s time to response with 1 and 10 recipient devices,
+///   against a patient with none;
+/// - `push-sweep` throughput over due deliveries, against one recording's fan-out to as many devices.
+struct DurablePushBenchmark {
+    let binDirectory: URL
+    let databaseURL: String
+    let secret = String(repeating: "d", count: 40)
+
+    private func environment(_ emulator: InProcessEmulator, _ extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = databaseURL
+        environment["SUPABASE_JWT_SECRET"] = secret
+        environment["PUSH_ENVIRONMENT"] = "DEV"
+        environment["LOG_LEVEL"] = "warning"
+        environment["FCM_API_BASE_URL"] = emulator.baseURL
+        environment["FCM_SERVICE_ACCOUNT_JSON"] = Data(emulator.serviceAccountJSON.utf8).base64EncodedString()
+        environment.merge(extra) { _, new in new }
+        return environment
+    }
+
+    /// A patient with a 08:00 medication and a session, and one linked caregiver with `devices` DEV devices
+    /// (written in one statement).
+    private func household(devices: Int, connection: PostgresConnection) throws -> (
+        patient: UUID, session: String, medication: UUID
+    ) {
+        let patient = try connection.query("INSERT INTO patients (display_name) VALUES ('ベンチ') RETURNING id")[0]
+            .decode(UUID.self, at: 0)
+        let medication = try connection.query(
+            "INSERT INTO medications (patient_id, name, start_date) VALUES (\(patient), 'bench', '2020-01-01') RETURNING id"
+        )[0].decode(UUID.self, at: 0)
+        try connection.query("INSERT INTO medication_schedule_times VALUES (\(medication), '08:00')")
+        let session = try PatientSessionToken.generate()
+        try connection.query(
+            """
+            INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
+            VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 hour')
+            """)
+        let caregiver = UUID()
+        try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+        try connection.query(
+            """
+            INSERT INTO push_devices (owner_type, owner_id, token, token_sha256, platform, environment)
+            SELECT 'CAREGIVER', \(caregiver), t, sha256(convert_to(t, 'UTF8')), 'ios', 'DEV'
+            FROM (SELECT 'bench-' || gen_random_uuid() AS t FROM generate_series(1, \(devices))) s
+            """)
+        return (patient, session.text, medication)
+    }
+
+    private func doseEvent(session: String, medication: UUID, day: Int) throws -> Data {
+        let date = TokyoClock.dateString(of: Date(timeIntervalSince1970: 1_735_689_600 + Double(day) * 86_400))
+        let body = #"{"medicationId":"\#(medication.uuidString)","scheduledAt":"\#(date)T08:00:00+09:00"}"#
+        return try JSONEncoder().encode(
+            APIGatewayV2Request(
+                routeKey: "POST /api/dose-records", rawPath: "/api/dose-records",
+                headers: ["authorization": "Bearer \(session)", "content-type": "application/json"],
+                requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/dose-records")),
+                body: body))
+    }
+
+    struct OutboxRow {
+        let devices: Int
+        let medianMilliseconds: Double
+    }
+
+    /// `dose-record` to stdout's EOF, for patients whose caregivers have 0, 1 and 10 devices, interleaved run by run so
+    /// the machine's noise falls on all three alike. Each run records a new dose (a new day), so each one writes its
+    /// outbox rows; the push itself comes after the EOF and is not timed.
+    func outboxCost(runs: Int, deviceCounts: [Int] = [0, 1, 10]) throws -> [OutboxRow] {
+        let emulator = try InProcessEmulator.start(delayMilliseconds: 0)
+        let connection = try PostgresConnection(url: databaseURL)
+        let homes = try deviceCounts.map { try household(devices: $0, connection: connection) }
+        connection.close()
+        let environment = environment(emulator)
+        var samples = deviceCounts.map { _ in [Double]() }
+        for run in 0...runs {
+            for (index, home) in homes.enumerated() {
+                let event = try doseEvent(session: home.session, medication: home.medication, day: run)
+                let start = ContinuousClock.now
+                let result = try ChildProcess.run(
+                    executable: binDirectory.appendingPathComponent("dose-record"), environment: environment, input: event)
+                guard result.exitStatus == 0,
+                    let response = try? JSONValue.parse(result.standardOutput), response["statusCode"] == .number(200)
+                else { throw BenchmarkError("dose-record did not answer 200") }
+                // The first round is a warm-up (the access token is minted then).
+                if run > 0 { samples[index].append(milliseconds(result.standardOutputClosedAt - start)) }
+            }
+        }
+        return zip(deviceCounts, samples).map { OutboxRow(devices: $0, medianMilliseconds: median($1)) }
+    }
+
+    struct SweepResult {
+        let deliveries: Int
+        /// Deliveries per second of one dispatch fanning out to every device (the baseline).
+        let fanOutPerSecond: Double
+        /// Deliveries per second of one `push-sweep` process over the same number of due deliveries.
+        let sweepPerSecond: Double
+        let sweepBatches: Int
+        let rounds: Int
+    }
+
+    /// One recording's fan-out to `deliveries` devices (in-process, as its post-response work runs), then a
+    /// `push-sweep` process over an event owing the same devices, alternately `rounds` times; medians of each.
+    func sweepVersusFanOut(deliveries: Int, delayMilliseconds: Int, rounds: Int) throws -> SweepResult {
+        let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds)
+        let extra = ["PUSH_SEND_DEADLINE_MS": "120000", "PUSH_SWEEP_TIME_LIMIT_MS": "600000"]
+        let configuration = Configuration(environment: environment(emulator, extra))
+        var quiet = Logger(label: "bench")
+        quiet.logLevel = .error
+        let database = DatabaseSession(configuration: configuration)
+        defer { database.close() }
+        let home = try household(devices: deliveries, connection: database.connection())
+        let push = PushResources(configuration: configuration)
+        let dispatcher = PushDispatcher(configuration: configuration, logger: quiet)
+        func owe() throws -> String {
+            let event = DoseTakenEvent(
+                patientID: home.patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
+                withinTime: true, actingCaregiverID: nil)
+            _ = try database.withTransaction { connection in
+                try PushOutbox.enqueue(event, source: .slotBulkRecord, environment: .development, connection: connection)
+            }
+            return event.eventKey
+        }
+        var fanOut: [Double] = []
+        var sweep: [Double] = []
+        var batches = 0
+        for _ in 0..<rounds {
+            let key = try owe()
+            let start = ContinuousClock.now
+            let report = dispatcher.dispatch(
+                eventKey: key, database: database, push: push, deadline: dispatcher.sendDeadline(hostDeadline: nil))
+            let elapsed = ContinuousClock.now - start
+            guard report.sent == deliveries else { throw BenchmarkError("fan-out sent \(report.sent) of \(deliveries)") }
+            fanOut.append(Double(deliveries) / (milliseconds(elapsed) / 1000))
+
+            _ = try owe()
+            let sweepStart = ContinuousClock.now
+            let result = try ChildProcess.run(
+                executable: binDirectory.appendingPathComponent("push-sweep"), environment: environment(emulator, extra),
+                input: Data("{}".utf8))
+            let sweepElapsed = result.standardOutputClosedAt - sweepStart
+            let summary = try? JSONValue.parse(result.standardOutput)
+            guard summary?["sent"]?.integerValue == Int64(deliveries) else {
+                throw BenchmarkError("push-sweep did not send \(deliveries): \(String(decoding: result.standardOutput, as: UTF8.self))")
+            }
+            batches = Int(summary?["batches"]?.integerValue ?? 0)
+            sweep.append(Double(deliveries) / (milliseconds(sweepElapsed) / 1000))
+        }
+        return SweepResult(
+            deliveries: deliveries, fanOutPerSecond: median(fanOut), sweepPerSecond: median(sweep),
+            sweepBatches: batches, rounds: rounds)
+    }
+
+    private func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+}
