@@ -35,7 +35,7 @@ struct FanOutReport {
               does not speak HTTP/2 — the same handicap our libcurl has in this benchmark.
 
             The peer's time is building the messages and one `send_each*` call, median of \(first.samples.count)
-            rounds after an untimed warm-up round (token mint). It does no database work, while ours also claims the
+            rounds after an untimed warm-up round (token mint). It does no database work, while ours also leases the
             rows and records every outcome. The bench fails unless every peer message succeeded and the emulator
             delivered each one. Ratios: ours ÷ peer (below 1: ours is faster), and each against its own 1-device
             median.
