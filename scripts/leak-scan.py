@@ -40,10 +40,19 @@ def database_values():
         "medication name": ("SELECT DISTINCT name FROM medications", 3),
         "FCM access token": ("SELECT access_token FROM fcm_access_tokens", 16),
     }
+    # The sweep's tests each run in a database of their own (`isolated_…`, kept until the throwaway cluster goes):
+    # their tokens and names count too.
+    listing = subprocess.run(
+        ["psql", url, "-qAt", "-c", r"SELECT datname FROM pg_database WHERE datname LIKE 'isolated\_%'"],
+        check=True, capture_output=True, text=True).stdout
+    urls = [url] + [re.sub(r"/[^/?]*(\?|$)", lambda m: f"/{name}{m.group(1)}", url, count=1)
+                    if "://" in url else f"{url} dbname={name}"
+                    for name in listing.split()]
     values = []
-    for kind, (sql, shortest) in queries.items():
-        out = subprocess.run(["psql", url, "-qAt", "-c", sql], check=True, capture_output=True, text=True).stdout
-        values += [(kind, line) for line in out.split("\n") if len(line) >= shortest]
+    for database in urls:
+        for kind, (sql, shortest) in queries.items():
+            out = subprocess.run(["psql", database, "-qAt", "-c", sql], check=True, capture_output=True, text=True).stdout
+            values += [(kind, line) for line in out.split("\n") if len(line) >= shortest]
     return values
 
 

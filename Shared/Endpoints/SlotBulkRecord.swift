@@ -26,7 +26,8 @@ public struct SlotBulkRecord: Endpoint {
                 principal, requestedPatientID: fields.patientID, connection: connection)
             // Identical concurrent requests queue here, so the group is recorded by one of them, whole.
             try connection.query(
-                "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\("\(access.patientID):\(date.text):\(slot.rawValue)")))")
+                "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\("\(access.patientID):\(date.text):\(slot.rawValue)")))"
+            )
             var records: [DoseRecordBody] = []
             for dose in try Medication.scheduledDoses(patientID: access.patientID, on: date, connection: connection)
             where Slot(minuteOfDay: dose.minuteOfDay) == slot {
@@ -63,7 +64,8 @@ public struct SlotBulkRecord: Endpoint {
         let response = SlotRecordResponse(
             recordingGroupId: records.isEmpty ? nil : groupID.uuidString.lowercased(), updatedCount: records.count,
             records: records)
-        return EndpointResponse(body: response, afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
+        return EndpointResponse(
+            body: response, afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
     }
 
     /// A body that passed validation.

@@ -25,7 +25,8 @@ public struct EndpointResponse {
     /// bounded by the caller.
     public var afterResponse: ((InvocationContext) -> Void)?
 
-    public init(status: Int = 200, body: any Encodable & Sendable, afterResponse: ((InvocationContext) -> Void)? = nil) {
+    public init(status: Int = 200, body: any Encodable & Sendable, afterResponse: ((InvocationContext) -> Void)? = nil)
+    {
         self.status = status
         self.body = body
         self.afterResponse = afterResponse

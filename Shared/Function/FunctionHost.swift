@@ -56,7 +56,8 @@ public enum FunctionHost {
         let result: InvocationResult
         switch readStandardInput(limit: eventLimit) {
         case .some(let bytes):
-            result = handler.handle(InvocationInput(eventBytes: bytes, metrics: metrics), database: database, push: push)
+            result = handler.handle(
+                InvocationInput(eventBytes: bytes, metrics: metrics), database: database, push: push)
         case .none:
             result = handler.oversizedEvent(limit: eventLimit)
         }

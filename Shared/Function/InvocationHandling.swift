@@ -84,7 +84,9 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
         let requestID = [eventID, input.requestIDFallback].compactMap { $0 }.first { Self.isPrintableID($0) }
         log[metadataKey: "requestId"] = .string(requestID ?? UUID().uuidString.lowercased())
         guard configuration.databaseURL != nil else {
-            log.error("function is misconfigured", metadata: ["config.variable": "DATABASE_URL", "config.reason": "is not set"])
+            log.error(
+                "function is misconfigured",
+                metadata: ["config.variable": "DATABASE_URL", "config.reason": "is not set"])
             return InvocationResult(document: Problem.internalError(), afterResponse: nil)
         }
         let context = InvocationContext(

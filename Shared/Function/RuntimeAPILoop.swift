@@ -52,7 +52,9 @@ struct RuntimeAPILoop<H: InvocationHandling> {
             guard response.status == 200, let requestID = response.headers["lambda-runtime-aws-request-id"],
                 !requestID.isEmpty
             else { return .failure(HTTPClientError(.transferFailed)) }
-            let deadline = response.headers["lambda-runtime-deadline-ms"].flatMap { Self.deadline(epochMilliseconds: $0) }
+            let deadline = response.headers["lambda-runtime-deadline-ms"].flatMap {
+                Self.deadline(epochMilliseconds: $0)
+            }
             return .success(Invocation(requestID: requestID, deadline: deadline, event: response.body))
         }
     }
@@ -75,12 +77,15 @@ struct RuntimeAPILoop<H: InvocationHandling> {
             database: database, push: push)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let path = "\(base)/invocation/\(invocation.requestID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")"
+        let path =
+            "\(base)/invocation/\(invocation.requestID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "")"
         if let body = try? encoder.encode(result.document) {
             post("\(path)/response", body: Array(body))
             result.afterResponse?()
         } else {
-            post("\(path)/error", body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"))
+            post(
+                "\(path)/error",
+                body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"))
         }
         FunctionHost.emitMetrics(metrics, handler: handler, started: started)
     }

@@ -61,6 +61,7 @@ public final class InvocationMetrics {
         for name in names { root[name.rawValue] = .number(values[name] ?? 0) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return ((try? encoder.encode(JSONValue.object(root))).map { String(decoding: $0, as: UTF8.self) } ?? "{}") + "\n"
+        return ((try? encoder.encode(JSONValue.object(root))).map { String(decoding: $0, as: UTF8.self) } ?? "{}")
+            + "\n"
     }
 }

@@ -47,7 +47,8 @@ public final class AccessTokenProvider {
             token != rejected && expiresAt.timeIntervalSince(now) > Self.refreshMargin
         }
         if let cached, usable(cached.token, cached.expiresAt) { return cached.token }
-        if let stored = try connection.withTransaction({ try storedToken($0) }), usable(stored.token, stored.expiresAt) {
+        if let stored = try connection.withTransaction({ try storedToken($0) }), usable(stored.token, stored.expiresAt)
+        {
             cached = stored
             return stored.token
         }

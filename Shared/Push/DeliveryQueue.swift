@@ -168,7 +168,8 @@ enum DeliveryQueue {
             } catch let error as PostgresError where attempt == 1 && (error.isUnavailable || !database.isOpen) {
                 // The connection may have died while we were sending: one fresh connection, one more try.
                 logger.warning(
-                    "push outcomes: reconnecting to record them", metadata: ["db.code": .string(error.code.description)])
+                    "push outcomes: reconnecting to record them", metadata: ["db.code": .string(error.code.description)]
+                )
                 database.close()
             } catch {
                 logger.error(

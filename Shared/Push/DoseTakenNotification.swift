@@ -25,7 +25,8 @@ public struct DoseTakenEvent: Sendable, Equatable {
         self.takenAt = takenAt
         self.withinTime = withinTime
         self.actingCaregiverID = actingCaregiverID
-        self.eventKey = Self.eventKey(patientID: patientID, date: date, slot: slot, group: recordingGroupID, takenAt: takenAt)
+        self.eventKey = Self.eventKey(
+            patientID: patientID, date: date, slot: slot, group: recordingGroupID, takenAt: takenAt)
     }
 
     /// An event as the outbox stored it: its key is the stored one, whatever the fields would compute today.
@@ -49,7 +50,8 @@ public struct DoseTakenEvent: Sendable, Equatable {
 
     private static func eventKey(patientID: UUID, date: String, slot: Slot, group: UUID?, takenAt: Date) -> String {
         if let group { return "doseTaken:\(group.uuidString.lowercased())" }
-        return "doseTaken:\(patientID.uuidString.lowercased()):\(date):\(slot.rawValue):\(TokyoClock.hourMinute(takenAt))"
+        return
+            "doseTaken:\(patientID.uuidString.lowercased()):\(date):\(slot.rawValue):\(TokyoClock.hourMinute(takenAt))"
     }
 
     /// The APNs collapse id: the first 32 hex digits of SHA-256(event key), so a duplicate shows as one.

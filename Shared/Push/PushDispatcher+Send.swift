@@ -32,15 +32,20 @@ extension PushDispatcher {
         func request(_ index: Int) -> HTTPRequest {
             HTTPRequest(
                 method: "POST", url: url,
-                headers: [("Authorization", "Bearer \(currentToken)"), ("Content-Type", "application/json; charset=UTF-8")],
+                headers: [
+                    ("Authorization", "Bearer \(currentToken)"), ("Content-Type", "application/json; charset=UTF-8"),
+                ],
                 body: progress[index].body, responseBodyLimit: 64 * 1024)
         }
         func attempt(_ index: Int, at due: ContinuousClock.Instant = .now) {
             progress[index].tries += 1
-            client.schedule(request(index), tag: index, at: due, timeoutMilliseconds: attemptTimeout(until: deadline, from: due))
+            client.schedule(
+                request(index), tag: index, at: due, timeoutMilliseconds: attemptTimeout(until: deadline, from: due))
         }
         /// Ends this lease's work on a delivery: final, or back to the queue after a back-off.
-        func finish(_ index: Int, _ status: DeliveryOutcome.Status, error: String? = nil, retryAfter: TimeInterval? = nil) {
+        func finish(
+            _ index: Int, _ status: DeliveryOutcome.Status, error: String? = nil, retryAfter: TimeInterval? = nil
+        ) {
             progress[index].finished = true
             progress[index].outcome.status = status
             progress[index].outcome.attempts = deliveries[index].attempts + max(progress[index].tries - 1, 0)
@@ -62,7 +67,9 @@ extension PushDispatcher {
                 finish(index, .pending, error: previous + "deadline exceeded")
                 return
             case .failure(let error):
-                outcome = error.isTransient ? .retry(retryAfter: nil, error: error.description) : .fail(error: error.description)
+                outcome =
+                    error.isTransient
+                    ? .retry(retryAfter: nil, error: error.description) : .fail(error: error.description)
             }
             switch outcome {
             case .sent(let name):
@@ -98,7 +105,9 @@ extension PushDispatcher {
                             connection: try database.connection(), rejected: currentToken,
                             timeoutMilliseconds: mintTimeout(until: deadline), logger: logger)
                     } catch {
-                        logger.error("push: access token refresh failed", metadata: ["error": .string(String(describing: error))])
+                        logger.error(
+                            "push: access token refresh failed", metadata: ["error": .string(String(describing: error))]
+                        )
                         finish(index, .pending)
                         return
                     }

@@ -88,9 +88,13 @@ public struct PushDispatcher {
     ) -> Report {
         guard configuration.pushEnvironment != nil else {
             if configuration.fcmServiceAccountBase64 != nil || configuration.fcmServiceAccountFile != nil {
-                log.error("push skipped: PUSH_ENVIRONMENT is not DEV or PROD", metadata: ["config.variable": "PUSH_ENVIRONMENT"])
+                log.error(
+                    "push skipped: PUSH_ENVIRONMENT is not DEV or PROD",
+                    metadata: ["config.variable": "PUSH_ENVIRONMENT"])
             } else {
-                log.warning("push skipped: no FCM service account configured", metadata: ["config.variable": "FCM_SERVICE_ACCOUNT_JSON"])
+                log.warning(
+                    "push skipped: no FCM service account configured",
+                    metadata: ["config.variable": "FCM_SERVICE_ACCOUNT_JSON"])
             }
             return Report(skippedReason: "environment")
         }
@@ -157,7 +161,8 @@ public struct PushDispatcher {
                 metadata: [
                     "push.device": .string(outcome.delivery.deviceID.uuidString.lowercased()),
                     "push.token_hash": .string(SHA256.hexPrefix(of: outcome.delivery.token)),
-                    "push.status": .string(outcome.status.rawValue), "push.attempts": .stringConvertible(outcome.attempts),
+                    "push.status": .string(outcome.status.rawValue),
+                    "push.attempts": .stringConvertible(outcome.attempts),
                     "push.error": .string(outcome.lastError ?? ""),
                 ])
         }

@@ -52,7 +52,8 @@ public final class PushResources {
     private func load() -> State {
         do {
             guard let account = try ServiceAccount.load(from: configuration) else { return .notConfigured }
-            let variable = configuration.fcmServiceAccountBase64 != nil ? "FCM_SERVICE_ACCOUNT_JSON" : "FCM_SERVICE_ACCOUNT_FILE"
+            let variable =
+                configuration.fcmServiceAccountBase64 != nil ? "FCM_SERVICE_ACCOUNT_JSON" : "FCM_SERVICE_ACCOUNT_FILE"
             return .ready(try AccessTokenProvider(account: account, variable: variable))
         } catch {
             return .misconfigured(error)

@@ -41,7 +41,8 @@ struct DurablePushBenchmark {
             VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 hour')
             """)
         let caregiver = UUID()
-        try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+        try connection.query(
+            "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
         try connection.query(
             """
             INSERT INTO push_devices (owner_type, owner_id, token, token_sha256, platform, environment)
@@ -82,7 +83,8 @@ struct DurablePushBenchmark {
                 let event = try doseEvent(session: home.session, medication: home.medication, day: run)
                 let start = ContinuousClock.now
                 let result = try ChildProcess.run(
-                    executable: binDirectory.appendingPathComponent("dose-record"), environment: environment, input: event)
+                    executable: binDirectory.appendingPathComponent("dose-record"), environment: environment,
+                    input: event)
                 guard result.exitStatus == 0,
                     let response = try? JSONValue.parse(result.standardOutput), response["statusCode"] == .number(200)
                 else { throw BenchmarkError("dose-record did not answer 200") }
@@ -121,7 +123,8 @@ struct DurablePushBenchmark {
                 patientID: home.patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
                 withinTime: true, actingCaregiverID: nil)
             _ = try database.withTransaction { connection in
-                try PushOutbox.enqueue(event, source: .slotBulkRecord, environment: .development, connection: connection)
+                try PushOutbox.enqueue(
+                    event, source: .slotBulkRecord, environment: .development, connection: connection)
             }
             return event.eventKey
         }
@@ -134,18 +137,22 @@ struct DurablePushBenchmark {
             let report = dispatcher.dispatch(
                 eventKey: key, database: database, push: push, deadline: dispatcher.sendDeadline(hostDeadline: nil))
             let elapsed = ContinuousClock.now - start
-            guard report.sent == deliveries else { throw BenchmarkError("fan-out sent \(report.sent) of \(deliveries)") }
+            guard report.sent == deliveries else {
+                throw BenchmarkError("fan-out sent \(report.sent) of \(deliveries)")
+            }
             fanOut.append(Double(deliveries) / (milliseconds(elapsed) / 1000))
 
             _ = try owe()
             let sweepStart = ContinuousClock.now
             let result = try ChildProcess.run(
-                executable: binDirectory.appendingPathComponent("push-sweep"), environment: environment(emulator, extra),
+                executable: binDirectory.appendingPathComponent("push-sweep"),
+                environment: environment(emulator, extra),
                 input: Data("{}".utf8))
             let sweepElapsed = result.standardOutputClosedAt - sweepStart
             let summary = try? JSONValue.parse(result.standardOutput)
             guard summary?["sent"]?.integerValue == Int64(deliveries) else {
-                throw BenchmarkError("push-sweep did not send \(deliveries): \(String(decoding: result.standardOutput, as: UTF8.self))")
+                throw BenchmarkError(
+                    "push-sweep did not send \(deliveries): \(String(decoding: result.standardOutput, as: UTF8.self))")
             }
             batches = Int(summary?["batches"]?.integerValue ?? 0)
             sweep.append(Double(deliveries) / (milliseconds(sweepElapsed) / 1000))

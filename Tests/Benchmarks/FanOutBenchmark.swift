@@ -52,7 +52,8 @@ struct FanOutBenchmark {
                 lastEvent = event
                 // The outbox write belongs to the recording's transaction (measured by the recording benchmark).
                 _ = try database.withTransaction { connection in
-                    try PushOutbox.enqueue(event, source: .slotBulkRecord, environment: .development, connection: connection)
+                    try PushOutbox.enqueue(
+                        event, source: .slotBulkRecord, environment: .development, connection: connection)
                 }
                 let start = ContinuousClock.now
                 let report = dispatcher.dispatch(
@@ -63,7 +64,8 @@ struct FanOutBenchmark {
                     throw BenchmarkError("fan-out to \(count) sent \(report.sent) (\(report))")
                 }
                 if round > 0 {
-                    samples.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
+                    samples.append(
+                        Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
                     connections = report.connectionsOpened
                 }
             }
@@ -93,7 +95,8 @@ struct FanOutBenchmark {
         let patient = try connection.query(
             "INSERT INTO patients (display_name) VALUES (\(Self.displayName)) RETURNING id")[0].decode(UUID.self, at: 0)
         let caregiver = UUID()
-        try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+        try connection.query(
+            "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
         let registry = PushDeviceRegistry(connection: connection)
         var tokens: [String] = []
         for _ in 0..<devices {
@@ -110,5 +113,6 @@ struct FanOutBenchmark {
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }

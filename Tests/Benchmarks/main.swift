@@ -15,7 +15,8 @@ let delay = 50
 
 do {
     let connection = try PostgresConnection(url: databaseURL)
-    try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: Logger(label: "bench"))
+    try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(
+        connection, logger: Logger(label: "bench"))
     connection.close()
 
     let peer = FirebaseAdminPeer.Availability.fromEnvironment(environment, repetitions: 5)
@@ -48,7 +49,8 @@ do {
         """
     for row in fanOut {
         report += String(
-            format: "| %d | %.1f | %.2f | %d |\n", row.devices, row.medianMilliseconds, row.medianMilliseconds / baseline,
+            format: "| %d | %.1f | %.2f | %d |\n", row.devices, row.medianMilliseconds,
+            row.medianMilliseconds / baseline,
             row.connections)
     }
     let docsDirectory = URL(fileURLWithPath: output).deletingLastPathComponent()
@@ -56,7 +58,8 @@ do {
     report += fanOutReport.markdown(chartFile: "benchmarks-fanout.svg")
     try fanOutReport.chart().render().write(
         to: docsDirectory.appendingPathComponent("benchmarks-fanout.svg"), atomically: true, encoding: .utf8)
-    let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        .deletingLastPathComponent()
     var functionEnvironment = ProcessInfo.processInfo.environment
     functionEnvironment["SUPABASE_JWT_SECRET"] = String(repeating: "r", count: 40)
     functionEnvironment["PUSH_ENVIRONMENT"] = "DEV"
@@ -76,10 +79,12 @@ do {
 
         """
     for row in runner {
-        report += String(format: "| %@ | %.1f | %.2f |\n", row.path, row.medianMilliseconds, row.medianMilliseconds / direct)
+        report += String(
+            format: "| %@ | %.1f | %.2f |\n", row.path, row.medianMilliseconds, row.medianMilliseconds / direct)
     }
     let floors = FloorBenchmark(
-        databaseURL: databaseURL, pgbench: environment["BENCH_PGBENCH"], trivialBinary: environment["BENCH_TRIVIAL_BINARY"])
+        databaseURL: databaseURL, pgbench: environment["BENCH_PGBENCH"],
+        trivialBinary: environment["BENCH_TRIVIAL_BINARY"])
     let pgbench = try floors.pgbenchConnectPerTransaction(transactions: 200)
     let trivial = try floors.trivialProcessStart(runs: 30)
     // The three paths and, when measured, the two floors, on one axis.
@@ -119,7 +124,8 @@ do {
                 | both floors together | %.2f | %.1f |
                 | push-register, stdin (from above) | %.1f | 1.0 |
 
-                """, pgbench, direct / pgbench, trivial, direct / trivial, pgbench + trivial, direct / (pgbench + trivial),
+                """, pgbench, direct / pgbench, trivial, direct / trivial, pgbench + trivial,
+            direct / (pgbench + trivial),
             direct)
     }
     let functions = FunctionBenchmarks(binDirectory: binDirectory, databaseURL: databaseURL)
@@ -177,7 +183,8 @@ do {
             | push-sweep, batched | %.0f | %.2f |
 
             """, sweepResult.deliveries, sweepResult.deliveries, delay, sweepResult.sweepBatches, sweepResult.rounds,
-        sweepResult.fanOutPerSecond, sweepResult.sweepPerSecond, sweepResult.sweepPerSecond / sweepResult.fanOutPerSecond)
+        sweepResult.fanOutPerSecond, sweepResult.sweepPerSecond,
+        sweepResult.sweepPerSecond / sweepResult.fanOutPerSecond)
     let mints = try functions.concurrentColdMints(invocations: 20)
     report += """
 

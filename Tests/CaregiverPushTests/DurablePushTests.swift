@@ -20,7 +20,8 @@ struct DurablePushTests {
         /// A dose-record event for yesterday's 07:00 dose, `takenAt` a given minute of that day when set.
         func doseEvent(takenAt: String? = nil) -> Data {
             let date = TokyoDay.offset(-1)
-            var body = #"{"medicationId":"\#(medication.uuidString.lowercased())","scheduledAt":"\#(TokyoDay.instant(date, "07:00"))""#
+            var body =
+                #"{"medicationId":"\#(medication.uuidString.lowercased())","scheduledAt":"\#(TokyoDay.instant(date, "07:00"))""#
             if let takenAt { body += #","takenAt":"\#(TokyoDay.instant(date, takenAt))""# }
             return makeEvent(path: "/api/dose-records", bearer: patientToken, body: body + "}")
         }
@@ -106,8 +107,10 @@ struct DurablePushTests {
     static func sweep(
         _ fake: FCMFake, _ database: IsolatedDatabase, _ overrides: [String: String?] = [:]
     ) throws -> (summary: JSONValue?, run: ExecutableTests.Run) {
-        let event = #"{"version":"0","id":"\#(UUID().uuidString.lowercased())","detail-type":"Scheduled Event","source":"aws.events","account":"123456789012","time":"2026-11-22T08:00:00Z","region":"us-east-1","resources":["arn:aws:events:us-east-1:123456789012:rule/push-sweep"],"detail":{}}"#
-        let run = try ExecutableTests.run("push-sweep", input: Data(event.utf8), environment: fake.environment(database, overrides))
+        let event =
+            #"{"version":"0","id":"\#(UUID().uuidString.lowercased())","detail-type":"Scheduled Event","source":"aws.events","account":"123456789012","time":"2026-11-22T08:00:00Z","region":"us-east-1","resources":["arn:aws:events:us-east-1:123456789012:rule/push-sweep"],"detail":{}}"#
+        let run = try ExecutableTests.run(
+            "push-sweep", input: Data(event.utf8), environment: fake.environment(database, overrides))
         return (try? JSONValue.parse(run.result.standardOutput), run)
     }
 
@@ -145,7 +148,9 @@ struct DurablePushTests {
             ).single
         }
         let date = TokyoDay.offset(-1)
-        #expect(try event?.decode(String.self, at: 0) == "doseTaken:\(home.patient.uuidString.lowercased()):\(date):morning:07:10")
+        #expect(
+            try event?.decode(String.self, at: 0)
+                == "doseTaken:\(home.patient.uuidString.lowercased()):\(date):morning:07:10")
         #expect(try event?.decode(String.self, at: 1) == "DOSE_TAKEN")
         #expect(try event?.decode(String.self, at: 2) == "dose-record")
         #expect(try event?.decode(String.self, at: 3) == date)
@@ -170,14 +175,17 @@ struct DurablePushTests {
     func recordingSendsItsOwn() throws {
         let fake = try FCMFake()
         let home = try Self.home()
-        let run = try ExecutableTests.run("dose-record", input: home.doseEvent(), environment: fake.environment(home.database))
+        let run = try ExecutableTests.run(
+            "dose-record", input: home.doseEvent(), environment: fake.environment(home.database))
         #expect(run.response?.statusCode == 200)
         #expect(try Self.deliveries(home).allSatisfy { $0.status == "SENT" })
         let metrics = try #require(EMF.lines(in: run.stderr).first)
-        #expect(metrics.function == "dose-record" && metrics.values["PushSent"] == 2 && metrics.values["ColdStart"] == 1)
+        #expect(
+            metrics.function == "dose-record" && metrics.values["PushSent"] == 2 && metrics.values["ColdStart"] == 1)
         #expect(metrics.values["PushFailed"] == 0 && metrics.values["PushRetryScheduled"] == 0)
         #expect((metrics.values["DurationMs"] ?? 0) > 0)
-        let again = try ExecutableTests.run("dose-record", input: home.doseEvent(), environment: fake.environment(home.database))
+        let again = try ExecutableTests.run(
+            "dose-record", input: home.doseEvent(), environment: fake.environment(home.database))
         #expect(again.body?["updatedCount"] == .number(0))
         #expect(EMF.lines(in: again.stderr).first?.values["PushSent"] == nil)
         #expect(try Self.received(fake, tokens: home.tokens).values.allSatisfy { $0.count == 1 })
@@ -195,7 +203,8 @@ struct DurablePushTests {
                 body: #"{"date":"\#(date)","slot":"morning"}"#),
             environment: fake.environment(home.database))
         let group = try #require(slot.body?["recordingGroupId"]?.stringValue)
-        let repeated = try ExecutableTests.run("dose-record", input: home.doseEvent(), environment: fake.environment(home.database))
+        let repeated = try ExecutableTests.run(
+            "dose-record", input: home.doseEvent(), environment: fake.environment(home.database))
         #expect(repeated.body?["updatedCount"] == .number(0))
         #expect(repeated.body?["record"]?["recordingGroupId"] == .string(group))
     }
@@ -236,14 +245,18 @@ struct DurablePushTests {
         }
     }
 
-    @Test("SIGKILL at each stage of dose-record, then the sweep: exactly once per device, or twice under one collapse id", arguments: Stage.allCases)
+    @Test(
+        "SIGKILL at each stage of dose-record, then the sweep: exactly once per device, or twice under one collapse id",
+        arguments: Stage.allCases)
     func killAtStage(_ stage: Stage) throws {
         let fake = try FCMFake()
         let home = try Self.home()
         // A short send deadline keeps the lease (deadline + 5 s) short; long lock waits keep held locks deciding.
-        let environment = fake.environment(home.database, [
-            "PUSH_SEND_DEADLINE_MS": stage == .midSend ? "4000" : "1500", "DATABASE_LOCK_TIMEOUT_MS": "30000",
-        ])
+        let environment = fake.environment(
+            home.database,
+            [
+                "PUSH_SEND_DEADLINE_MS": stage == .midSend ? "4000" : "1500", "DATABASE_LOCK_TIMEOUT_MS": "30000",
+            ])
         var outcome = KillOutcome()
         switch stage {
         case .beforeCommit:

@@ -43,7 +43,8 @@ struct ExecutableTests {
         try #require(
             FileManager.default.isExecutableFile(atPath: executable.path),
             "build the functions first (make test does): \(executable.path)")
-        let result = try ChildProcess.run(executable: executable, arguments: arguments, environment: environment, input: input)
+        let result = try ChildProcess.run(
+            executable: executable, arguments: arguments, environment: environment, input: input)
         LeakCapture.record(result.standardOutput, source: "\(function) stdout")
         LeakCapture.record(result.standardError, source: "\(function) stderr")
         return Run(result: result)
@@ -59,7 +60,8 @@ struct ExecutableTests {
         #expect(metrics.first?.values["ColdStart"] == 1, sourceLocation: sourceLocation)
         for line in lines {
             let object = try? JSONValue.parse(String(line))
-            #expect(object?["level"]?.stringValue != nil, "not a JSON log line: \(line)", sourceLocation: sourceLocation)
+            #expect(
+                object?["level"]?.stringValue != nil, "not a JSON log line: \(line)", sourceLocation: sourceLocation)
             #expect(object?["msg"]?.stringValue != nil, sourceLocation: sourceLocation)
             #expect(object?["function"] == .string(function), sourceLocation: sourceLocation)
         }
@@ -133,12 +135,15 @@ struct ExecutableTests {
         let caregiver = UUID()
         let token = makeDeviceToken()
         let values = ["CAREGIVER_TOKEN": try caregiverToken(caregiver), "DEVICE_TOKEN": token, "INSTALLATION_ID": "i"]
-        #expect(try Self.run("push-register", input: try Self.fixture("push-register/valid.json", values)).response?.statusCode == 200)
+        #expect(
+            try Self.run("push-register", input: try Self.fixture("push-register/valid.json", values)).response?
+                .statusCode == 200)
         let run = try Self.run("push-unregister", input: try Self.fixture("push-unregister/valid.json", values))
         #expect(run.result.exitStatus == 0)
         #expect(run.response?.statusCode == 200)
         let devices = try TestDatabase.with { try Seed.devices($0, token: token) }
-        #expect(devices.count == 1 && devices.first?.isEnabled == false && devices.first?.disabledReason == "USER_DISABLED")
+        #expect(
+            devices.count == 1 && devices.first?.isEnabled == false && devices.first?.disabledReason == "USER_DISABLED")
     }
 
     @Test("garbage on stdin still gets a 400 problem response and exit 0")
@@ -160,7 +165,9 @@ struct ExecutableTests {
 
     @Test("a missing DATABASE_URL is a 500 problem on stdout and a log line naming it on stderr")
     func missingDatabaseURL() throws {
-        let values = ["CAREGIVER_TOKEN": try caregiverToken(UUID()), "DEVICE_TOKEN": makeDeviceToken(), "INSTALLATION_ID": "i"]
+        let values = [
+            "CAREGIVER_TOKEN": try caregiverToken(UUID()), "DEVICE_TOKEN": makeDeviceToken(), "INSTALLATION_ID": "i",
+        ]
         let run = try Self.run(
             "push-register", input: try Self.fixture("push-register/valid.json", values),
             environment: testEnvironment(["DATABASE_URL": nil]))
@@ -172,7 +179,9 @@ struct ExecutableTests {
 
     @Test("an unreachable database is a 503 problem with Retry-After from the executable")
     func unreachableDatabase() throws {
-        let values = ["CAREGIVER_TOKEN": try caregiverToken(UUID()), "DEVICE_TOKEN": makeDeviceToken(), "INSTALLATION_ID": "i"]
+        let values = [
+            "CAREGIVER_TOKEN": try caregiverToken(UUID()), "DEVICE_TOKEN": makeDeviceToken(), "INSTALLATION_ID": "i",
+        ]
         let run = try Self.run(
             "push-register", input: try Self.fixture("push-register/valid.json", values),
             environment: testEnvironment(["DATABASE_URL": "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2"]))
@@ -181,9 +190,11 @@ struct ExecutableTests {
         #expect(run.response?.headers["retry-after"] != nil)
     }
 
-    @Test("the recording functions refuse an anonymous caller with 401", arguments: [
-        "dose-record", "slot-bulk-record", "prn-record",
-    ])
+    @Test(
+        "the recording functions refuse an anonymous caller with 401",
+        arguments: [
+            "dose-record", "slot-bulk-record", "prn-record",
+        ])
     func recordingFunctionsNeedAuth(function: String) throws {
         let name = function == "dose-record" ? "dose-record/no-auth.json" : "\(function)/patient.json"
         let run = try Self.run(function, input: try Self.fixture(name, ["PATIENT_TOKEN": "pst_not-a-session"]))
@@ -208,8 +219,10 @@ struct RunnerCommandTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let run = try ExecutableTests.run(
             "runner",
-            arguments: ["invoke", "push-register", file.path, "--functions",
-                        TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json").path],
+            arguments: [
+                "invoke", "push-register", file.path, "--functions",
+                TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json").path,
+            ],
             input: Data())
         #expect(run.result.exitStatus == 0)
         #expect(run.response?.statusCode == 200)

@@ -29,7 +29,9 @@ struct PushDispatchTests {
         }
     }
 
-    static func register(_ token: String, caregiver: UUID, environment: String = "DEV", connection: PostgresConnection) throws {
+    static func register(_ token: String, caregiver: UUID, environment: String = "DEV", connection: PostgresConnection)
+        throws
+    {
         _ = try PushDeviceRegistry(connection: connection).register(
             .init(token: token, platform: .ios, environment: .init(rawValue: environment)!, installationID: nil),
             caregiverID: caregiver)
@@ -123,13 +125,20 @@ struct PushDispatchTests {
                 ]),
                 "apns": .object([
                     "headers": .object(["apns-collapse-id": .string(collapse)]),
-                    "payload": .object(["aps": .object(["sound": .string("default"), "thread-id": .string("patient-\(patient)")])]),
+                    "payload": .object([
+                        "aps": .object(["sound": .string("default"), "thread-id": .string("patient-\(patient)")])
+                    ]),
                 ]),
             ])
             #expect(message["message"] == expected)
         }
         let rows = try Self.deliveries(eventKey: eventKey)
-        #expect(rows.count == 2 && rows.allSatisfy { $0.status == "SENT" && $0.attempts == 1 && $0.messageName?.hasPrefix("projects/demo-project/messages/") == true })
+        #expect(
+            rows.count == 2
+                && rows.allSatisfy {
+                    $0.status == "SENT" && $0.attempts == 1
+                        && $0.messageName?.hasPrefix("projects/demo-project/messages/") == true
+                })
     }
 
     @Test("within time, the body says so; the display name is in both bodies")
@@ -138,7 +147,8 @@ struct PushDispatchTests {
         let token = makeDeviceToken()
         let household = try Self.household(displayName: "田中", caregivers: [[token]])
         Self.dispatch(Self.event(household, withinTime: true), fake: fake)
-        #expect(try fake.messages(to: [token]).first?["message"]?["notification"]?["body"] == .string("田中さんが時間内に薬を服用しました！"))
+        #expect(
+            try fake.messages(to: [token]).first?["message"]?["notification"]?["body"] == .string("田中さんが時間内に薬を服用しました！"))
     }
 
     @Test("the same recording group dispatched twice sends nothing the second time")
@@ -158,7 +168,9 @@ struct PushDispatchTests {
         let household = Household(patient: UUID(), displayName: "x")
         let takenAt = try #require(Timestamp.parseRFC3339("2026-02-11T21:05:59+09:00"))
         let group = UUID()
-        #expect(Self.event(household, group: group, takenAt: takenAt).eventKey == "doseTaken:\(group.uuidString.lowercased())")
+        #expect(
+            Self.event(household, group: group, takenAt: takenAt).eventKey
+                == "doseTaken:\(group.uuidString.lowercased())")
         #expect(
             Self.event(household, group: nil, takenAt: takenAt).eventKey
                 == "doseTaken:\(household.patient.uuidString.lowercased()):2026-02-11:bedtime:21:05")
@@ -178,7 +190,8 @@ struct PushDispatchTests {
         let token = makeDeviceToken()
         let household = try Self.household(caregivers: [[token]])
         try TestDatabase.with { connection in
-            try PushDeviceRegistry(connection: connection).unregister(token: token, caregiverID: household.devices.keys.first!)
+            try PushDeviceRegistry(connection: connection).unregister(
+                token: token, caregiverID: household.devices.keys.first!)
         }
         #expect(Self.dispatch(Self.event(household), fake: fake).leased == 0)
         #expect(try fake.requests().isEmpty)
@@ -197,7 +210,8 @@ struct PushDispatchTests {
             let revokedCaregiver = UUID()
             try Seed.link(connection, caregiver: revokedCaregiver, patient: household.patient, revoked: true)
             try Self.register(revoked, caregiver: revokedCaregiver, connection: connection)
-            try Self.register(production, caregiver: household.devices.keys.first!, environment: "PROD", connection: connection)
+            try Self.register(
+                production, caregiver: household.devices.keys.first!, environment: "PROD", connection: connection)
         }
         let report = Self.dispatch(Self.event(household), fake: fake)
         #expect(report.sent == 1)
@@ -349,7 +363,9 @@ struct PushDispatchTests {
         }
         let log = CapturedLog()
         #expect(Self.dispatch(Self.event(household), fake: fake, log: log).sent == 1)
-        guard case .success(let raw) = HTTPClient.perform(HTTPRequest(url: fake.baseURL + "/_emulator/fcm/requests"), timeoutMilliseconds: 5000)
+        guard
+            case .success(let raw) = HTTPClient.perform(
+                HTTPRequest(url: fake.baseURL + "/_emulator/fcm/requests"), timeoutMilliseconds: 5000)
         else { Issue.record("fake did not answer"); return }
         let everythingSent = String(decoding: raw.body, as: UTF8.self)
         #expect(everythingSent.contains(token))
@@ -369,7 +385,9 @@ struct PushDispatchTests {
         #expect(report.skippedReason != nil && report.leased == 0)
         #expect(unconfigured.text.split(separator: "\n").filter { $0.contains("\"level\":\"warning\"") }.count == 1)
         let noEnvironment = CapturedLog()
-        #expect(Self.dispatch(Self.event(household), fake: fake, log: noEnvironment, overrides: ["PUSH_ENVIRONMENT": nil]).leased == 0)
+        #expect(
+            Self.dispatch(Self.event(household), fake: fake, log: noEnvironment, overrides: ["PUSH_ENVIRONMENT": nil])
+                .leased == 0)
         #expect(noEnvironment.text.contains("\"config.variable\":\"PUSH_ENVIRONMENT\""))
         #expect(try fake.requests().isEmpty)
     }
@@ -380,7 +398,8 @@ struct PushDispatchTests {
         let household = try Self.household(caregivers: [[makeDeviceToken()]])
         for value in ["not base64!", Data("{\"type\":\"service_account\"}".utf8).base64EncodedString()] {
             let log = CapturedLog()
-            let report = Self.dispatch(Self.event(household), fake: fake, log: log, overrides: ["FCM_SERVICE_ACCOUNT_JSON": value])
+            let report = Self.dispatch(
+                Self.event(household), fake: fake, log: log, overrides: ["FCM_SERVICE_ACCOUNT_JSON": value])
             #expect(report.leased == 0)
             #expect(log.text.contains("\"config.variable\":\"FCM_SERVICE_ACCOUNT_JSON\""))
         }

@@ -28,7 +28,8 @@ struct PushSweepTests {
                 patientID: patient, date: TokyoDay.offset(-1), slot: .noon, recordingGroupID: UUID(), takenAt: Date(),
                 withinTime: false, actingCaregiverID: nil)
             _ = try connection.withTransaction { connection in
-                try PushOutbox.enqueue(event, source: .slotBulkRecord, environment: .development, connection: connection)
+                try PushOutbox.enqueue(
+                    event, source: .slotBulkRecord, environment: .development, connection: connection)
             }
             return (patient, Set(tokens))
         }
@@ -60,7 +61,8 @@ struct PushSweepTests {
         #expect(statuses == ["SENT=1000"])
     }
 
-    @Test("a transient failure that cannot be retried before the deadline goes back to PENDING, then the sweep sends it")
+    @Test(
+        "a transient failure that cannot be retried before the deadline goes back to PENDING, then the sweep sends it")
     func transientBeyondDeadline() throws {
         let fake = try FCMFake()
         let database = try IsolatedDatabase()
@@ -109,7 +111,8 @@ struct PushSweepTests {
         let (summary, run) = try DurablePushTests.sweep(fake, database, ["PUSH_MAX_AGE_SECONDS": "1"])
         #expect(summary?["expired"] == .number(2) && summary?["leased"] == .number(0))
         let rows = try DurablePushTests.deliveries(home)
-        #expect(rows.count == 2 && rows.allSatisfy { $0.status == "EXPIRED" && $0.lastError?.hasPrefix("expired") == true })
+        #expect(
+            rows.count == 2 && rows.allSatisfy { $0.status == "EXPIRED" && $0.lastError?.hasPrefix("expired") == true })
         #expect(try fake.requests().isEmpty)
         #expect(EMF.lines(in: run.stderr).first?.values["PushExpired"] == 2)
         // The same rows a second time: nothing more to do.
@@ -208,7 +211,8 @@ struct PushSweepTests {
             #expect(problem?["status"] == .number(400) && problem?["type"] == .string("/problems/bad-request"))
         }
         #expect(try DurablePushTests.deliveries(home).allSatisfy { $0.status == "PENDING" })
-        let empty = try ExecutableTests.run("push-sweep", input: Data("{}".utf8), environment: fake.environment(database))
+        let empty = try ExecutableTests.run(
+            "push-sweep", input: Data("{}".utf8), environment: fake.environment(database))
         #expect((try? JSONValue.parse(empty.result.standardOutput))?["sent"] == .number(2))
     }
 
@@ -221,7 +225,8 @@ struct PushSweepTests {
         // The runner plays Lambda: Lambda-Runtime-Deadline-Ms is the hand-out plus the table's 2 s, and a worker not
         // back at /next by then is killed.
         let table = FileManager.default.temporaryDirectory.appendingPathComponent("deadline-\(UUID().uuidString).json")
-        try #"{"functions":[{"name":"dose-record","method":"POST","path":"/api/dose-records","timeoutSeconds":2,"memoryMB":128,"concurrency":1}]}"#
+        try
+            #"{"functions":[{"name":"dose-record","method":"POST","path":"/api/dose-records","timeoutSeconds":2,"memoryMB":128,"concurrency":1}]}"#
             .write(to: table, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: table) }
         let server = try RunnerServer(

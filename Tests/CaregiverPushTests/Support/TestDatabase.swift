@@ -126,7 +126,8 @@ extension Seed {
             """
         )[0].decode(UUID.self, at: 0)
         for time in times {
-            try connection.query("INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)")
+            try connection.query(
+                "INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)")
         }
         return id
     }
@@ -142,7 +143,8 @@ enum TokyoDay {
     static func instant(_ date: String, _ time: String) -> String { "\(date)T\(time):00+09:00" }
 }
 
-/// A migrated database of its own on the test server, dropped when released.
+/// A migrated database of its own on the test server, dropped when released (kept under `make test`, whose leak scan
+/// reads it).
 ///
 /// For tests of `push-sweep`: a sweep leases every due delivery of its database, so two tests sharing one would send
 /// each other's deliveries (to each other's FCM fake) and see each other's counts.
@@ -164,6 +166,8 @@ final class IsolatedDatabase: Sendable {
     }
 
     deinit {
+        // Under `make test` the leak scan reads every isolated database at the end (the cluster is thrown away then).
+        guard ProcessInfo.processInfo.environment["LEAK_CAPTURE_DIR"] == nil else { return }
         let name = self.name
         _ = try? TestDatabase.with { connection in
             try connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
