@@ -103,6 +103,14 @@ struct DurablePushTests {
         }
     }
 
+    /// Records the home's dose with no FCM service account: the push is owed (PENDING) and nothing is sent yet.
+    static func recordWithoutSending(_ home: Home, _ fake: FCMFake) throws {
+        let run = try ExecutableTests.run(
+            "dose-record", input: home.doseEvent(),
+            environment: fake.environment(home.database, ["FCM_SERVICE_ACCOUNT_JSON": nil]))
+        #expect(run.response?.statusCode == 200)
+    }
+
     /// One `push-sweep` run (one-shot, a scheduled event on stdin): its summary and its run.
     static func sweep(
         _ fake: FCMFake, _ database: IsolatedDatabase, _ overrides: [String: String?] = [:]

@@ -103,9 +103,7 @@ struct PushSweepTests {
         let fake = try FCMFake()
         let database = try IsolatedDatabase()
         let home = try DurablePushTests.home(in: database)
-        _ = try ExecutableTests.run(
-            "dose-record", input: home.doseEvent(),
-            environment: fake.environment(database, ["FCM_SERVICE_ACCOUNT_JSON": nil]))
+        try DurablePushTests.recordWithoutSending(home, fake)
         #expect(try DurablePushTests.deliveries(home).allSatisfy { $0.status == "PENDING" })
         Thread.sleep(forTimeInterval: 1.5)
         let (summary, run) = try DurablePushTests.sweep(fake, database, ["PUSH_MAX_AGE_SECONDS": "1"])
@@ -129,9 +127,7 @@ struct PushSweepTests {
             try connection.query(
                 "UPDATE push_devices SET last_seen_at = now() - interval '271 days' WHERE token = \(stale)")
         }
-        _ = try ExecutableTests.run(
-            "dose-record", input: home.doseEvent(),
-            environment: fake.environment(database, ["FCM_SERVICE_ACCOUNT_JSON": nil]))
+        try DurablePushTests.recordWithoutSending(home, fake)
         let (summary, run) = try DurablePushTests.sweep(fake, database)
         #expect(summary?["devicesPruned"] == .number(1) && summary?["sent"] == .number(1))
         #expect(EMF.lines(in: run.stderr).first?.values["DevicesPruned"] == 1)
@@ -153,9 +149,7 @@ struct PushSweepTests {
         var homes: [Home] = []
         for _ in 0..<4 {
             let home = try DurablePushTests.home(in: database, devices: 1)
-            _ = try ExecutableTests.run(
-                "dose-record", input: home.doseEvent(),
-                environment: fake.environment(database, ["FCM_SERVICE_ACCOUNT_JSON": nil]))
+            try DurablePushTests.recordWithoutSending(home, fake)
             homes.append(home)
         }
         try database.with { connection in
@@ -200,9 +194,7 @@ struct PushSweepTests {
         let fake = try FCMFake()
         let database = try IsolatedDatabase()
         let home = try DurablePushTests.home(in: database)
-        _ = try ExecutableTests.run(
-            "dose-record", input: home.doseEvent(),
-            environment: fake.environment(database, ["FCM_SERVICE_ACCOUNT_JSON": nil]))
+        try DurablePushTests.recordWithoutSending(home, fake)
         for bad in ["", "[]", #"{"detail-type":"Object Created","source":"aws.s3"}"#, #"{"a":1,"a":2}"#, "{\"x\":"] {
             let run = try ExecutableTests.run(
                 "push-sweep", input: Data(bad.utf8), environment: fake.environment(database))
