@@ -20,6 +20,8 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Port of the local PostgreSQL (under .data/postgres).")
     var databasePort: Int = 25432
 
+    @OptionGroup var schedules: ScheduleOptions
+
     @OptionGroup var infra: InfraOptions
 
     static let demoCaregiver = UUID(uuidString: "11111111-1111-4111-8111-111111111111")!
@@ -31,7 +33,10 @@ struct DevCommand: AsyncParsableCommand {
         var logger = Logger(label: "runner")
         logger[metadataKey: "function"] = "runner"
         guard let serveMode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
+        let schedules = try schedules.setting()
         try checkPrerequisites()
+        let table = try infra.functionTable()
+        try infra.checkBuilt(table, in: infra.binaryDirectory(), schedules: schedules)
         let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
         try runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
         let secret = try devSecret()
@@ -41,9 +46,9 @@ struct DevCommand: AsyncParsableCommand {
         let demo = try seed(databaseURL: databaseURL, secret: secret, logger: logger)
         // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
         let options = GatewayServer.Options(
-            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, debugHeaders: true)
+            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, debugHeaders: true, schedules: schedules)
         let server = try await GatewayServer.make(
-            table: try infra.functionTable(), binDirectory: infra.binaryDirectory(), options: options, logger: logger)
+            table: table, binDirectory: infra.binaryDirectory(), options: options, logger: logger)
         let watcher = SourceWatcher(directories: ["Functions", "Shared"], logger: logger) {
             await server.reloadFunctions()
         }

@@ -2,10 +2,13 @@ import ArgumentParser
 import CaregiverPush
 import Foundation
 
-/// `runner invoke <function> [event.json]`: one invocation through the built executable, like `sam local invoke`.
+/// `runner invoke <function> [event.json]`: one invocation through the built executable, like `sam local invoke`;
+/// `echo '{}' | runner invoke push-sweep` runs a sweep by hand.
 struct Invoke: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Pipe one API Gateway 2.0 event (a file, or stdin) through a built function and print its response.")
+        abstract:
+            "Pipe one event (a file, or stdin) through a built function and print its output: an API Gateway 2.0 event "
+            + "for a routed function, a Scheduled Event (or {}) for a scheduled one.")
 
     @Argument(help: "The function name, e.g. push-register.")
     var function: String

@@ -9,7 +9,9 @@ struct Runner: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "runner",
         abstract: "Run the caregiver-push functions locally, the way a serverless host runs them.",
-        subcommands: [DevCommand.self, ServeCommand.self, Invoke.self, Migrate.self, Token.self, FCMEmulatorCommand.self]
+        subcommands: [
+            DevCommand.self, ServeCommand.self, Invoke.self, Migrate.self, Token.self, FCMEmulatorCommand.self,
+        ]
     )
 }
 
@@ -23,6 +25,17 @@ struct InfraOptions: ParsableArguments {
 
     func functionTable() throws -> FunctionTable {
         try FunctionTable(contentsOf: URL(fileURLWithPath: functions))
+    }
+
+    /// Each function that may run is built in `directory` (a scheduled one only when schedules are on).
+    /// - Throws: a `ValidationError` naming the first function that is not.
+    func checkBuilt(_ table: FunctionTable, in directory: URL, schedules: Scheduler.Setting) throws {
+        for function in table.functions where function.routeKey != nil || schedules != .off {
+            guard FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent(function.name).path)
+            else {
+                throw ValidationError("\(function.name) is not built in \(directory.path); run `swift build` first")
+            }
+        }
     }
 
     /// Where the function executables are: next to the runner unless told otherwise.

@@ -9,7 +9,9 @@ struct SourceWatcher: Sendable {
     let logger: Logger
     let reload: @Sendable () async -> Void
 
-    static let functions = ["push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record"]
+    static let functions = [
+        "push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep",
+    ]
 
     func run() async {
         var last = latestModification()
@@ -48,7 +50,8 @@ struct SourceWatcher: Sendable {
         for function in Self.functions {
             guard
                 let result = try? ChildProcess.run(
-                    executable: URL(fileURLWithPath: "/usr/bin/env"), arguments: ["swift", "build", "--product", function],
+                    executable: URL(fileURLWithPath: "/usr/bin/env"),
+                    arguments: ["swift", "build", "--product", function],
                     input: Data(), forwardStandardError: true)
             else { return false }
             FileHandle.standardError.write(result.standardOutput)

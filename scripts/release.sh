@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# `make release`: release builds of the five functions with the Swift runtime linked in (--static-swift-stdlib),
+# `make release`: release builds of the six functions with the Swift runtime linked in (--static-swift-stdlib),
 # and one AWS Lambda zip per function holding its binary as `bootstrap` (provided.al2023), in dist/lambda/.
 # libpq, libcurl and OpenSSL stay dynamic: provided.al2023 has libcurl and OpenSSL; libpq comes from a layer or
 # the container image (docs/deploy.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-functions=(push-register push-unregister dose-record slot-bulk-record prn-record)
+functions=(push-register push-unregister dose-record slot-bulk-record prn-record push-sweep)
 # One product per invocation: `swift build` builds only the last of several --product options.
 for function in "${functions[@]}"; do
     swift build -c release --static-swift-stdlib --product "$function"

@@ -1,26 +1,63 @@
 import Foundation
 
-/// `infra/functions.json`: the functions, their routes and their limits — what a host needs to run them.
+/// `infra/functions.json`: the functions, what triggers each (a route or a schedule) and their limits — what a host
+/// needs to run them.
+///
+/// A function has either a route (`method` and `path`: an HTTP API event per request, an API Gateway response back)
+/// or a `schedule` (an EventBridge "Scheduled Event" at that rate, output opaque to the host), never both: a
+/// scheduled function's output is not an HTTP response, so it must never be reachable over HTTP.
 public struct FunctionTable: Codable, Sendable, Equatable {
     public struct Function: Codable, Sendable, Equatable {
         public let name: String
-        public let method: String
-        public let path: String
+        public let method: String?
+        public let path: String?
+        /// `rate(N minute|minutes|hour|hours|day|days)`, EventBridge's rate grammar (``FunctionTable/rate(_:)``).
+        public let schedule: String?
         /// Per-invocation timeout; longer than `PUSH_SEND_DEADLINE_MS` so that the push can finish.
         public let timeoutSeconds: Int
         public let memoryMB: Int
         /// How many invocations of this function may run at once.
         public let concurrency: Int
+
+        /// `POST /api/push/register` (API Gateway's `routeKey`); `nil` for a scheduled function.
+        public var routeKey: String? {
+            guard let method, let path else { return nil }
+            return "\(method) \(path)"
+        }
+
+        /// How often the function runs; `nil` for a routed function. The table was checked when read, so a
+        /// schedule here always parses.
+        public var rate: Duration? { schedule.flatMap { try? FunctionTable.rate($0) } }
     }
 
     public let functions: [Function]
 
     /// Reads and checks a function table.
-    /// - Throws: when the file is unreadable, not this shape, or names a function or route twice.
+    /// - Throws: ``FunctionTableError`` when the file is unreadable, not this shape, names a function or a route
+    ///   twice, or has a function without exactly one trigger or with a schedule that is not a `rate(…)`.
     public init(contentsOf url: URL) throws {
-        let table = try JSONDecoder().decode(FunctionTable.self, from: Data(contentsOf: url))
-        guard Set(table.functions.map(\.name)).count == table.functions.count,
-            Set(table.functions.map { "\($0.method) \($0.path)" }).count == table.functions.count
+        try self.init(json: Data(contentsOf: url))
+    }
+
+    /// Parses and checks a function table's JSON (see ``init(contentsOf:)``).
+    public init(json: Data) throws {
+        let table = try JSONDecoder().decode(FunctionTable.self, from: json)
+        for function in table.functions {
+            switch (function.method, function.path, function.schedule) {
+            case (nil, nil, nil): throw FunctionTableError.noTrigger(function: function.name)
+            case (.some, .some, .some): throw FunctionTableError.routeAndSchedule(function: function.name)
+            case (.some, nil, _), (nil, .some, _): throw FunctionTableError.incompleteRoute(function: function.name)
+            case (_, _, .some(let schedule)):
+                do {
+                    _ = try Self.rate(schedule)
+                } catch {
+                    throw FunctionTableError.unsupportedSchedule(function: function.name, schedule: schedule)
+                }
+            case (.some, .some, nil): break
+            }
+        }
+        let routeKeys = table.functions.compactMap(\.routeKey)
+        guard Set(table.functions.map(\.name)).count == table.functions.count, Set(routeKeys).count == routeKeys.count
         else { throw FunctionTableError.duplicate }
         self = table
     }
@@ -28,9 +65,57 @@ public struct FunctionTable: Codable, Sendable, Equatable {
     public func function(named name: String) -> Function? {
         functions.first { $0.name == name }
     }
+
+    /// The interval of an EventBridge rate expression: `rate(1 minute)`, `rate(5 minutes)`, `rate(1 hour)`,
+    /// `rate(2 hours)`, `rate(1 day)`, `rate(7 days)` — a positive whole number with no sign or leading zero, one
+    /// space, the unit singular for 1 and plural otherwise, as EventBridge requires.
+    /// - Throws: ``FunctionTableError/unsupportedSchedule(function:schedule:)`` (with no function name) for anything
+    ///   else, `cron(…)` included: the runner does not evaluate cron expressions.
+    public static func rate(_ expression: String) throws -> Duration {
+        let unsupported = FunctionTableError.unsupportedSchedule(function: nil, schedule: expression)
+        guard expression.hasPrefix("rate("), expression.hasSuffix(")") else { throw unsupported }
+        let parts = expression.dropFirst("rate(".count).dropLast().split(
+            separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 2, let digits = parts.first, let unit = parts.last, let first = digits.first,
+            first != "0", digits.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(digits)
+        else { throw unsupported }
+        let secondsPerUnit: Int
+        switch (value == 1, unit) {
+        case (true, "minute"), (false, "minutes"): secondsPerUnit = 60
+        case (true, "hour"), (false, "hours"): secondsPerUnit = 3600
+        case (true, "day"), (false, "days"): secondsPerUnit = 86_400
+        default: throw unsupported
+        }
+        let (seconds, overflow) = value.multipliedReportingOverflow(by: secondsPerUnit)
+        guard !overflow else { throw unsupported }
+        return .seconds(seconds)
+    }
 }
 
-public enum FunctionTableError: Error, CustomStringConvertible {
+public enum FunctionTableError: Error, Equatable, CustomStringConvertible {
     case duplicate
-    public var description: String { "the function table names a function or a route twice" }
+    /// Neither a route nor a schedule: nothing would ever run it.
+    case noTrigger(function: String)
+    /// A route and a schedule: a scheduled function's output is not an HTTP response, so it is never routed.
+    case routeAndSchedule(function: String)
+    /// `method` without `path`, or `path` without `method`.
+    case incompleteRoute(function: String)
+    /// A schedule that is not one of EventBridge's `rate(…)` forms (cron is not supported by the runner).
+    case unsupportedSchedule(function: String?, schedule: String)
+
+    public var description: String {
+        switch self {
+        case .duplicate: "the function table names a function or a route twice"
+        case .noTrigger(let function):
+            "function \(function) has neither a route (method and path) nor a schedule"
+        case .routeAndSchedule(let function):
+            "function \(function) has both a route and a schedule; a scheduled function is never routed over HTTP"
+        case .incompleteRoute(let function):
+            "function \(function) has only one of method and path; a route needs both"
+        case .unsupportedSchedule(let function, let schedule):
+            (function.map { "function \($0): " } ?? "")
+                + "unsupported schedule \"\(schedule)\": the runner supports only rate(N minute|minutes|hour|hours|"
+                + "day|days) (singular for 1, plural otherwise); cron expressions are not supported"
+        }
+    }
 }

@@ -40,9 +40,11 @@ struct FunctionBenchmarks {
             """)
         if withDevice {
             let caregiver = UUID()
-            try connection.query("INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+            try connection.query(
+                "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
             _ = try PushDeviceRegistry(connection: connection).register(
-                .init(token: "bench-\(UUID().uuidString)", platform: .ios, environment: .development, installationID: nil),
+                .init(
+                    token: "bench-\(UUID().uuidString)", platform: .ios, environment: .development, installationID: nil),
                 caregiverID: caregiver)
         }
         return (session.text, medication)
@@ -78,12 +80,15 @@ struct FunctionBenchmarks {
         var withoutPush: [Double] = []
         for _ in 0..<runs {
             let pushed = try patient(withDevice: true, connection: connection)
-            let timing = try runDose(try doseEvent(token: pushed.token, medication: pushed.medication), environment: environment(emulator))
+            let timing = try runDose(
+                try doseEvent(token: pushed.token, medication: pushed.medication), environment: environment(emulator))
             withPush.append(timing.response)
             exits.append(timing.exit)
             let quiet = try patient(withDevice: false, connection: connection)
             withoutPush.append(
-                try runDose(try doseEvent(token: quiet.token, medication: quiet.medication), environment: environment(emulator)).response)
+                try runDose(
+                    try doseEvent(token: quiet.token, medication: quiet.medication), environment: environment(emulator)
+                ).response)
         }
         return (median(withPush), median(withoutPush), median(exits))
     }
@@ -122,13 +127,19 @@ struct FunctionBenchmarks {
         connection.close()
         let event = try doseEvent(token: pushed.token, medication: pushed.medication)
         var rows: [(String, Int)] = []
-        for function in ["push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record"] {
+        let functions = [
+            "push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep",
+        ]
+        for function in functions {
+            // push-sweep is scheduled, not routed: `{}` is the event a CronJob gives it.
             let result = try ChildProcess.run(
                 executable: URL(fileURLWithPath: "/usr/bin/time"),
                 arguments: ["-f", "rss=%M", binDirectory.appendingPathComponent(function).path],
-                environment: environment(nil), input: event)
+                environment: environment(nil), input: function == "push-sweep" ? Data("{}".utf8) : event)
             let text = String(decoding: result.standardError, as: UTF8.self)
-            if let line = text.split(separator: "\n").last(where: { $0.hasPrefix("rss=") }), let value = Int(line.dropFirst(4)) {
+            if let line = text.split(separator: "\n").last(where: { $0.hasPrefix("rss=") }),
+                let value = Int(line.dropFirst(4))
+            {
                 rows.append((function, value))
             }
         }

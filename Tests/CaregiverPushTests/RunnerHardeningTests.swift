@@ -38,13 +38,17 @@ struct RunnerHardeningTests {
     func strangerOnThePublicPort() throws {
         let server = try RunnerServeTests.server("warm", arguments: ["--warm-workers", "2"])
         let caregiver = try caregiverToken(UUID())
-        // The workers start once the port is bound; wait until all ten have their secrets.
+        // The workers start once the port is bound; wait until all of them (two per function of the table, the
+        // scheduled ones included) have their secrets.
+        let table = try FunctionTable(
+            contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json"))
+        let workers = table.functions.reduce(0) { $0 + min(2, $1.concurrency) }
         var apis: [String] = []
-        for _ in 0..<100 where apis.count < 10 {
+        for _ in 0..<100 where apis.count < workers {
             apis = try Self.workerRuntimeAPIs(runner: server.pid)
-            if apis.count < 10 { Thread.sleep(forTimeInterval: 0.05) }
+            if apis.count < workers { Thread.sleep(forTimeInterval: 0.05) }
         }
-        #expect(apis.count == 10)
+        #expect(apis.count == workers)
         var secrets: [String] = []
         for api in apis {
             // 127.0.0.1:PORT/SECRET: loopback, another port than the public one, and a secret of ≥ 128 bits.

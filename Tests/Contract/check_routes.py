@@ -1,7 +1,9 @@
 """The routes of infra/functions.json, infra/openapi.yaml and infra/aws/template.yaml must be the same set.
 
-Also checks the function timeouts of the function table and the SAM template agree. Exits non-zero on any
-difference, naming it, and prints the plain `N passed, N failed` line the CI reads.
+A function of the table has a route (method and path) or a schedule, not both. Each routed function's route is in
+the OpenAPI document and on a SAM HttpApi event, with the table's timeout. Each scheduled function is a SAM
+function with a Schedule event of the same rate (and no HttpApi event: it is never routed), with the table's
+timeout. Exits non-zero on any difference, naming it, and prints the plain `N passed, N failed` line the CI reads.
 """
 import json
 import sys
@@ -21,7 +23,9 @@ def main() -> int:
     openapi = yaml.safe_load(open("infra/openapi.yaml"))
     sam = yaml.load(open("infra/aws/template.yaml"), Loader=_IgnoreTags)
 
-    table_routes = {(f["method"].upper(), f["path"]) for f in table}
+    routed = [f for f in table if "method" in f or "path" in f]
+    scheduled = [f for f in table if "schedule" in f]
+    table_routes = {(f["method"].upper(), f["path"]) for f in routed if "method" in f and "path" in f}
     openapi_routes = {
         (method.upper(), path)
         for path, item in openapi["paths"].items()
@@ -30,26 +34,56 @@ def main() -> int:
     }
     sam_routes = set()
     sam_timeouts = {}
+    # function name (the zip it runs, dist/lambda/<name>.zip) -> (its Schedule expressions, timeout, routed?)
+    sam_functions = {}
     default_timeout = sam["Globals"]["Function"]["Timeout"]
     for resource in sam["Resources"].values():
         if resource.get("Type") != "AWS::Serverless::Function":
             continue
+        timeout = resource["Properties"].get("Timeout", default_timeout)
+        schedules, has_route = [], False
         for event in resource["Properties"].get("Events", {}).values():
             if event["Type"] == "HttpApi":
                 route = (event["Properties"]["Method"].upper(), event["Properties"]["Path"])
                 sam_routes.add(route)
-                sam_timeouts[route] = resource["Properties"].get("Timeout", default_timeout)
+                sam_timeouts[route] = timeout
+                has_route = True
+            elif event["Type"] == "Schedule":
+                schedules.append(event["Properties"]["Schedule"])
+        code = str(resource["Properties"].get("CodeUri", ""))
+        name = code.rsplit("/", 1)[-1].removesuffix(".zip")
+        sam_functions[name] = (schedules, timeout, has_route)
 
+    malformed = {
+        f["name"]
+        for f in table
+        if ("method" in f) != ("path" in f) or ("method" in f and "path" in f) == ("schedule" in f)
+    }
     checks = [
+        ("every function has a whole route or a schedule, not both", not malformed, malformed),
         ("openapi routes == functions.json routes", openapi_routes == table_routes, openapi_routes ^ table_routes),
         ("SAM routes == functions.json routes", sam_routes == table_routes, sam_routes ^ table_routes),
     ]
     mismatched = {
         (f["method"], f["path"]): (f["timeoutSeconds"], sam_timeouts.get((f["method"], f["path"])))
-        for f in table
-        if sam_timeouts.get((f["method"], f["path"])) != f["timeoutSeconds"]
+        for f in routed
+        if "method" in f and "path" in f and sam_timeouts.get((f["method"], f["path"])) != f["timeoutSeconds"]
     }
     checks.append(("SAM timeouts == functions.json timeouts", not mismatched, mismatched))
+    # name -> (table's schedule and timeout, SAM's Schedule expressions, timeout and whether it has a route)
+    unscheduled = {
+        f["name"]: ((f["schedule"], f["timeoutSeconds"]), sam_functions.get(f["name"]))
+        for f in scheduled
+        if sam_functions.get(f["name"]) != ([f["schedule"]], f["timeoutSeconds"], False)
+    }
+    # and no Schedule event on a function the table does not schedule
+    scheduled_names = {f["name"] for f in scheduled}
+    unscheduled.update(
+        {name: (None, sam) for name, sam in sam_functions.items() if sam[0] and name not in scheduled_names}
+    )
+    checks.append(
+        ("SAM Schedule events == functions.json schedules (same rate and timeout, no route)", not unscheduled, unscheduled)
+    )
     failed = 0
     for name, ok, difference in checks:
         print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {sorted(difference) if isinstance(difference, set) else difference}"))

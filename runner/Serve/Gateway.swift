@@ -9,7 +9,8 @@ import Synchronization
 /// The HTTP side of `runner serve`: maps each route of the function table to an invocation, the way API Gateway
 /// in front of Lambda does — 404 for an unknown route, 405 with `Allow`, 413 past the body limit, 503 at the
 /// concurrency cap, 504 at the timeout, 502 for a crash or unreadable output; `x-request-id` in and out; one
-/// access-log line per request.
+/// access-log line per request. Only functions with a route are reachable here: a scheduled function (run by the
+/// ``Scheduler`` through ``invoke(_:event:requestID:finished:)``) is a 404 like any unknown path.
 final class Gateway: Sendable {
     enum Mode: String, Sendable {
         case cold, warm
@@ -47,10 +48,10 @@ final class Gateway: Sendable {
         self.gates = gates
     }
 
-    /// The function routed at `path`, and the methods routed there.
+    /// The function routed at `path`, and the methods routed there. A function without a route is never found.
     func route(path: String, method: String) -> (function: FunctionTable.Function?, allowed: [String]) {
-        let atPath = table.functions.filter { $0.path == path }
-        return (atPath.first { $0.method == method }, atPath.map(\.method))
+        let atPath = table.functions.filter { $0.routeKey != nil && $0.path == path }
+        return (atPath.first { $0.method == method }, atPath.compactMap(\.method))
     }
 
     /// Serves one request for a function route (the middleware has matched the path).
@@ -104,27 +105,12 @@ final class Gateway: Sendable {
             // The connection ended (or the guard cut a slow client off with a 408) before the body was complete.
             return (GatewayResponse.problem(.requestTimeout(), requestID: requestID), function.name)
         }
-        guard let gate = gates[function.name], await gate.acquire(timeout: queueTimeout) else {
-            return (GatewayResponse.problem(.functionBusy(), requestID: requestID), function.name)
-        }
         let event = EventBuilder.event(
             method: request.method.rawValue, path: path, query: request.uri.query ?? "", headers: request.headers,
             body: body, sourceIP: context.remoteAddress?.ipAddress ?? "127.0.0.1",
-            routeKey: "\(function.method) \(function.path)", requestID: requestID, now: Date())
-        let release: @Sendable () async -> Void = { await gate.release() }
-        let result: InvocationResult
-        switch mode {
-        case .cold:
-            result = await cold.invoke(function, event: event, requestID: requestID, finished: release)
-        case .warm:
-            guard let pool = pools[function.name] else {
-                await release()
-                return (
-                    GatewayResponse.problem(.badGateway("No warm pool for \(function.name)."), requestID: requestID),
-                    function.name
-                )
-            }
-            result = await pool.invoke(event: event, clientRequestID: requestID, finished: release)
+            routeKey: function.routeKey ?? "", requestID: requestID, now: Date())
+        guard let result = await invoke(function, event: event, requestID: requestID) else {
+            return (GatewayResponse.problem(.functionBusy(), requestID: requestID), function.name)
         }
         switch result {
         case .output(let output, let pid):
@@ -153,6 +139,37 @@ final class Gateway: Sendable {
                 GatewayResponse.problem(.badGateway("The function failed without a response."), requestID: requestID),
                 function.name
             )
+        }
+    }
+
+    /// One invocation of `function` through its concurrency gate, cold or warm: what a request and a scheduled run
+    /// both go through, so that both meet the same cap, timeout and kill rules.
+    /// - Parameters:
+    ///   - requestID: tags the function's forwarded log lines (and, warm, its trace id).
+    ///   - finished: called exactly once: when the invocation has ended (post-response work included), or at once
+    ///     when the gate turned it away.
+    /// - Returns: `nil` when the function stayed at its concurrency cap for the whole queue timeout.
+    func invoke(
+        _ function: FunctionTable.Function, event: [UInt8], requestID: String,
+        finished: @escaping @Sendable () async -> Void = {}
+    ) async -> InvocationResult? {
+        guard let gate = gates[function.name], await gate.acquire(timeout: queueTimeout) else {
+            await finished()
+            return nil
+        }
+        let release: @Sendable () async -> Void = {
+            await gate.release()
+            await finished()
+        }
+        switch mode {
+        case .cold:
+            return await cold.invoke(function, event: event, requestID: requestID, finished: release)
+        case .warm:
+            guard let pool = pools[function.name] else {
+                await release()
+                return .failed("no warm pool for \(function.name)")
+            }
+            return await pool.invoke(event: event, clientRequestID: requestID, finished: release)
         }
     }
 

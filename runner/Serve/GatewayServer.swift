@@ -7,8 +7,8 @@ import ServiceLifecycle
 import UnixSignals
 
 /// Everything `runner serve` (and `runner dev`) runs: the gateway (with the FCM emulator when asked for) on the
-/// public port, the warm workers' Runtime API on a private listener (127.0.0.1, an ephemeral port), the warm pools;
-/// and the SIGTERM/SIGINT drain.
+/// public port, the warm workers' Runtime API on a private listener (127.0.0.1, an ephemeral port), the warm pools,
+/// the scheduler of the scheduled functions; and the SIGTERM/SIGINT drain.
 struct GatewayServer: Sendable {
     /// How `runner serve` was asked to run.
     struct Options: Sendable {
@@ -21,9 +21,11 @@ struct GatewayServer: Sendable {
         var fcmEmulator = false
         var debugHeaders = false
         var limits = HTTPLimits()
+        var schedules = Scheduler.Setting.table
     }
 
     let gateway: Gateway
+    let scheduler: Scheduler
     let responder: RouterResponder<GatewayContext>
     let runtimeResponder: RouterResponder<GatewayContext>
     let pools: [String: WarmPool]
@@ -48,7 +50,8 @@ struct GatewayServer: Sendable {
         let workers = WorkerDirectory()
         var pools: [String: WarmPool] = [:]
         if options.mode == .warm {
-            for function in table.functions {
+            // With schedules off, a scheduled function never runs: no workers for it.
+            for function in table.functions where function.routeKey != nil || options.schedules != .off {
                 pools[function.name] = WarmPool(
                     function: function, size: min(options.warmWorkers, function.concurrency),
                     binDirectory: binDirectory,
@@ -60,6 +63,9 @@ struct GatewayServer: Sendable {
             cold: ColdInvoker(binDirectory: binDirectory, environment: environment, tracker: tracker),
             pools: pools, maxBodyBytes: options.maxBody, queueTimeout: options.queueTimeout,
             debugHeaders: options.debugHeaders, logger: logger)
+        let scheduler = Scheduler(
+            table: table, setting: options.schedules, gateway: gateway,
+            region: environment.value["AWS_REGION"] ?? "us-east-1", logger: logger)
         // The public port: the function routes (through the middleware) and, when asked for, the emulator's.
         let router = Router(context: GatewayContext.self)
         router.add(middleware: GatewayMiddleware(gateway: gateway))
@@ -80,7 +86,8 @@ struct GatewayServer: Sendable {
             emulator = (instance, account)
         }
         return GatewayServer(
-            gateway: gateway, responder: router.buildResponder(), runtimeResponder: runtimeRouter.buildResponder(),
+            gateway: gateway, scheduler: scheduler, responder: router.buildResponder(),
+            runtimeResponder: runtimeRouter.buildResponder(),
             pools: pools, tracker: tracker, environment: environment, emulator: emulator, options: options,
             logger: logger)
     }
@@ -135,6 +142,7 @@ struct GatewayServer: Sendable {
                 tasks.cancelAll()
             }
         }
+        scheduler.stop()
         logger.info("stopped")
     }
 
@@ -154,6 +162,8 @@ struct GatewayServer: Sendable {
         for pool in pools.values {
             await pool.start(environment: environment.value, runtimeAPIBase: "127.0.0.1:\(runtimePort)")
         }
+        if options.schedules == .off { logger.info("schedules off") }
+        scheduler.start()
         logger.info("listening", metadata: ["port": .stringConvertible(port), "mode": .string(gateway.mode.rawValue)])
     }
 
@@ -163,17 +173,24 @@ struct GatewayServer: Sendable {
     }
 
     private func drain(grace: Duration) async {
+        scheduler.stop()
         gateway.beginDrain()
         let deadline = ContinuousClock.now + grace
-        while await gateway.isBusy(tracker: tracker), ContinuousClock.now < deadline {
+        while await isBusy(), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(50))
         }
-        let unfinished = await gateway.isBusy(tracker: tracker)
+        let unfinished = await isBusy()
         for pool in pools.values { await pool.shutDown() }
         tracker.killAll()
         if unfinished { logger.warning("grace period over: unfinished function work was killed") }
         // Give terminated workers a moment to leave before the listener closes.
         try? await Task.sleep(for: .milliseconds(200))
         for pool in pools.values { await pool.killAll() }
+    }
+
+    /// Requests, function work, or scheduled runs (one waiting at its function's concurrency cap included).
+    private func isBusy() async -> Bool {
+        if await gateway.isBusy(tracker: tracker) { return true }
+        return scheduler.hasRunsInProgress
     }
 }

@@ -43,6 +43,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var limits: HTTPLimitOptions
 
+    @OptionGroup var schedules: ScheduleOptions
+
     @OptionGroup var infra: InfraOptions
 
     func run() async throws {
@@ -52,14 +54,12 @@ struct ServeCommand: AsyncParsableCommand {
         guard let mode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
         let table = try infra.functionTable()
         let binDirectory = infra.binaryDirectory()
-        for function in table.functions
-        where !FileManager.default.isExecutableFile(atPath: binDirectory.appendingPathComponent(function.name).path) {
-            throw ValidationError("\(function.name) is not built in \(binDirectory.path); run `swift build` first")
-        }
+        let schedules = try schedules.setting()
+        try infra.checkBuilt(table, in: binDirectory, schedules: schedules)
         let options = GatewayServer.Options(
             host: host, port: port, mode: mode, warmWorkers: warmWorkers, maxBody: maxBody,
             queueTimeout: .milliseconds(queueTimeoutMs), fcmEmulator: fcmEmulator, debugHeaders: debugHeaders,
-            limits: try limits.limits())
+            limits: try limits.limits(), schedules: schedules)
         let server = try await GatewayServer.make(
             table: table, binDirectory: binDirectory, options: options, logger: logger)
         try await server.run(grace: .seconds(graceSeconds)) { boundPort in
@@ -105,5 +105,24 @@ struct HTTPLimitOptions: ParsableArguments {
         limits.idleTimeout = .milliseconds(idleTimeoutMs)
         limits.maxConnections = maxConnections
         return limits
+    }
+}
+
+/// When the scheduled functions run (``Scheduler/Setting``), as options of `serve` and `dev`.
+struct ScheduleOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Run every scheduled function every N milliseconds instead of at its rate from the function table.",
+            valueName: "N"))
+    var scheduleIntervalMs: Int?
+
+    @Flag(help: "Run no scheduled function (takes precedence over --schedule-interval-ms).")
+    var noSchedules = false
+
+    func setting() throws -> Scheduler.Setting {
+        if noSchedules { return .off }
+        guard let scheduleIntervalMs else { return .table }
+        guard scheduleIntervalMs > 0 else { throw ValidationError("--schedule-interval-ms must be positive") }
+        return .every(.milliseconds(scheduleIntervalMs))
     }
 }
