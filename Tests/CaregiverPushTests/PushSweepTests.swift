@@ -249,4 +249,21 @@ struct PushSweepTests {
         let received = try DurablePushTests.received(fake, tokens: home.tokens)
         #expect(received.values.allSatisfy { !$0.isEmpty && Set($0).count == 1 })
     }
+
+    @Test(
+        "the runner runs push-sweep on its schedule: a stuck delivery is delivered with no manual call",
+        arguments: RunnerServeTests.modes)
+    func runnerSchedule(mode: String) throws {
+        let fake = try FCMFake()
+        let database = try IsolatedDatabase()
+        let home = try DurablePushTests.home(in: database)
+        try DurablePushTests.recordWithoutSending(home, fake)
+        #expect(try DurablePushTests.deliveries(home).allSatisfy { $0.status == "PENDING" })
+        // Nothing but the runner, with its schedule at 500 ms instead of a minute.
+        let server = try RunnerServer(
+            arguments: ["--mode", mode, "--schedule-interval-ms", "500"], environment: fake.environment(database))
+        #expect(try eventually { try DurablePushTests.deliveries(home).allSatisfy { $0.status == "SENT" } })
+        #expect(try DurablePushTests.received(fake, tokens: home.tokens).values.allSatisfy { $0.count == 1 })
+        #expect(server.logs(#""function":"push-sweep""#) && server.logs(#""summary.sent":2"#))
+    }
 }

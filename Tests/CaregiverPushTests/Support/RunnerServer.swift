@@ -22,6 +22,9 @@ final class RunnerServer {
         let functions = TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json").path
         var all = ["serve", "--port", "0"]
         if !arguments.contains("--functions") { all += ["--functions", functions] }
+        // A runner's `push-sweep` sweeps its whole database: in the shared test database it would send other tests'
+        // deliveries. Schedules run only where a test asks for them.
+        if !arguments.contains("--schedule-interval-ms") { all.append("--no-schedules") }
         process.arguments = all + arguments
         process.environment = environment
         let stdout = Pipe()
