@@ -18,21 +18,17 @@ public struct DoseTakenEvent: Sendable, Equatable {
         patientID: UUID, date: String, slot: Slot, recordingGroupID: UUID?, takenAt: Date, withinTime: Bool,
         actingCaregiverID: UUID?
     ) {
-        self.patientID = patientID
-        self.date = date
-        self.slot = slot
-        self.recordingGroupID = recordingGroupID
-        self.takenAt = takenAt
-        self.withinTime = withinTime
-        self.actingCaregiverID = actingCaregiverID
-        self.eventKey = Self.eventKey(
-            patientID: patientID, date: date, slot: slot, group: recordingGroupID, takenAt: takenAt)
+        self.init(
+            storedKey: Self.eventKey(
+                patientID: patientID, date: date, slot: slot, group: recordingGroupID, takenAt: takenAt),
+            patientID: patientID, date: date, slot: slot, recordingGroupID: recordingGroupID, takenAt: takenAt,
+            withinTime: withinTime, actingCaregiverID: actingCaregiverID)
     }
 
     /// An event as the outbox stored it: its key is the stored one, whatever the fields would compute today.
     init(
         storedKey: String, patientID: UUID, date: String, slot: Slot, recordingGroupID: UUID?, takenAt: Date,
-        withinTime: Bool
+        withinTime: Bool, actingCaregiverID: UUID? = nil
     ) {
         self.patientID = patientID
         self.date = date
@@ -40,7 +36,7 @@ public struct DoseTakenEvent: Sendable, Equatable {
         self.recordingGroupID = recordingGroupID
         self.takenAt = takenAt
         self.withinTime = withinTime
-        self.actingCaregiverID = nil
+        self.actingCaregiverID = actingCaregiverID
         self.eventKey = storedKey
     }
 

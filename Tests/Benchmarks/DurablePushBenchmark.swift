@@ -23,33 +23,10 @@ struct DurablePushBenchmark {
         return environment
     }
 
-    /// A patient with a 08:00 medication and a session, and one linked caregiver with `devices` DEV devices
-    /// (written in one statement).
     private func household(devices: Int, connection: PostgresConnection) throws -> (
         patient: UUID, session: String, medication: UUID
     ) {
-        let patient = try connection.query("INSERT INTO patients (display_name) VALUES ('ベンチ') RETURNING id")[0]
-            .decode(UUID.self, at: 0)
-        let medication = try connection.query(
-            "INSERT INTO medications (patient_id, name, start_date) VALUES (\(patient), 'bench', '2020-01-01') RETURNING id"
-        )[0].decode(UUID.self, at: 0)
-        try connection.query("INSERT INTO medication_schedule_times VALUES (\(medication), '08:00')")
-        let session = try PatientSessionToken.generate()
-        try connection.query(
-            """
-            INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
-            VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 hour')
-            """)
-        let caregiver = UUID()
-        try connection.query(
-            "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
-        try connection.query(
-            """
-            INSERT INTO push_devices (owner_type, owner_id, token, token_sha256, platform, environment)
-            SELECT 'CAREGIVER', \(caregiver), t, sha256(convert_to(t, 'UTF8')), 'ios', 'DEV'
-            FROM (SELECT 'bench-' || gen_random_uuid() AS t FROM generate_series(1, \(devices))) s
-            """)
-        return (patient, session.text, medication)
+        try BenchSeed.household(devices: devices, connection: connection)
     }
 
     private func doseEvent(session: String, medication: UUID, day: Int) throws -> Data {
@@ -165,4 +142,37 @@ struct DurablePushBenchmark {
     private func milliseconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
     }
+}
+
+/// Rows the benchmarks create directly.
+enum BenchSeed {
+    /// A patient with a 08:00 medication and a session, and one linked caregiver with `devices` DEV devices
+    /// (written in one statement).
+    static func household(devices: Int, connection: PostgresConnection) throws -> (
+        patient: UUID, session: String, medication: UUID
+    ) {
+        let patient = try connection.query("INSERT INTO patients (display_name) VALUES ('ベンチ') RETURNING id")[0]
+            .decode(UUID.self, at: 0)
+        let medication = try connection.query(
+            "INSERT INTO medications (patient_id, name, start_date) VALUES (\(patient), 'bench', '2020-01-01') RETURNING id"
+        )[0].decode(UUID.self, at: 0)
+        try connection.query("INSERT INTO medication_schedule_times VALUES (\(medication), '08:00')")
+        let session = try PatientSessionToken.generate()
+        try connection.query(
+            """
+            INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
+            VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 hour')
+            """)
+        let caregiver = UUID()
+        try connection.query(
+            "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+        try connection.query(
+            """
+            INSERT INTO push_devices (owner_type, owner_id, token, token_sha256, platform, environment)
+            SELECT 'CAREGIVER', \(caregiver), t, sha256(convert_to(t, 'UTF8')), 'ios', 'DEV'
+            FROM (SELECT 'bench-' || gen_random_uuid() AS t FROM generate_series(1, \(devices))) s
+            """)
+        return (patient, session.text, medication)
+    }
+
 }

@@ -26,28 +26,8 @@ struct FunctionBenchmarks {
 
     /// A patient with one morning medication and a session; with a linked caregiver's device when `withDevice`.
     private func patient(withDevice: Bool, connection: PostgresConnection) throws -> (token: String, medication: UUID) {
-        let patient = try connection.query("INSERT INTO patients (display_name) VALUES ('ベンチ') RETURNING id")[0]
-            .decode(UUID.self, at: 0)
-        let medication = try connection.query(
-            "INSERT INTO medications (patient_id, name, start_date) VALUES (\(patient), 'bench', '2020-01-01') RETURNING id"
-        )[0].decode(UUID.self, at: 0)
-        try connection.query("INSERT INTO medication_schedule_times VALUES (\(medication), '08:00')")
-        let session = try PatientSessionToken.generate()
-        try connection.query(
-            """
-            INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
-            VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 hour')
-            """)
-        if withDevice {
-            let caregiver = UUID()
-            try connection.query(
-                "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
-            _ = try PushDeviceRegistry(connection: connection).register(
-                .init(
-                    token: "bench-\(UUID().uuidString)", platform: .ios, environment: .development, installationID: nil),
-                caregiverID: caregiver)
-        }
-        return (session.text, medication)
+        let home = try BenchSeed.household(devices: withDevice ? 1 : 0, connection: connection)
+        return (home.session, home.medication)
     }
 
     private func doseEvent(token: String, medication: UUID) throws -> Data {
