@@ -38,11 +38,13 @@ struct PushSweepTests {
     @Test("two sweeps at once over 1,000 due deliveries: each delivery is sent exactly once")
     func concurrentSweeps() throws {
         let fake = try FCMFake()
-        try fake.configure(delayMilliseconds: 20)
+        // 20 batches of 50, each at least 50 ms at FCM: a second of work, so the two processes overlap even when one
+        // starts late on a loaded machine.
+        try fake.configure(delayMilliseconds: 50)
         let database = try IsolatedDatabase()
         let (_, tokens) = try Self.crowd(1000, database: database)
         let summaries = Mutex<[JSONValue]>([])
-        let environment = fake.environment(database, ["PUSH_SWEEP_BATCH_SIZE": "100"])
+        let environment = fake.environment(database, ["PUSH_SWEEP_BATCH_SIZE": "50"])
         DispatchQueue.concurrentPerform(iterations: 2) { _ in
             let run = try? ExecutableTests.run("push-sweep", input: Data("{}".utf8), environment: environment)
             let summary = run.flatMap { try? JSONValue.parse($0.result.standardOutput) }
