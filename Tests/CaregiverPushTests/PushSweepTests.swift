@@ -210,6 +210,24 @@ struct PushSweepTests {
         #expect((try? JSONValue.parse(empty.result.standardOutput))?["sent"] == .number(2))
     }
 
+    @Test("no DATABASE_URL: a 500 problem and a log line naming it; an unreachable database: counts, no crash")
+    func missingConfigurationAndStoppedDatabase() throws {
+        let unset = try ExecutableTests.run(
+            "push-sweep", input: Data("{}".utf8), environment: testEnvironment(["DATABASE_URL": nil]))
+        #expect(unset.result.exitStatus == 0)
+        let problem = try? JSONValue.parse(unset.result.standardOutput)
+        #expect(problem?["status"] == .number(500) && problem?["type"] == .string("/problems/internal"))
+        #expect(unset.stderr.contains(#""config.variable":"DATABASE_URL""#))
+        let down = try ExecutableTests.run(
+            "push-sweep", input: Data("{}".utf8),
+            environment: testEnvironment(["DATABASE_URL": "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2"]))
+        #expect(down.result.exitStatus == 0)
+        let summary = try? JSONValue.parse(down.result.standardOutput)
+        #expect(summary?["stoppedEarly"] == .string("database") && summary?["sent"] == .number(0))
+        #expect(down.stderr.contains(#""msg":"push sweep stopped early""#))
+        #expect(!down.stderr.contains("postgresql://"))
+    }
+
     @Test("Lambda deadline: FCM slow, the deadline 2 s away — answered, back at /next in time, the sweep delivers")
     func lambdaDeadline() throws {
         let fake = try FCMFake()
