@@ -10,8 +10,10 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         commandName: "fcm-emulator",
         abstract: "Serve a local FCM emulator (OAuth token + messages:send) that records what it receives.",
         discussion: """
-            Prints {"event":"listening","port":N,"tokenURL":…} on stdout once bound. Device tokens containing a \
-            marker (UNREGISTERED, INVALID_TOKEN, UNAVAILABLE_ONCE, …) get that FCM error; see FCMErrorScenario.
+            Prints {"event":"listening","port":N,"baseURL":…,"tokenURL":…} on stdout once bound (with "caFile" in \
+            TLS mode). Device tokens containing a marker (UNREGISTERED, INVALID_TOKEN, UNAVAILABLE_ONCE, …) get that \
+            FCM error; see FCMErrorScenario. With --tls it speaks TLS with ALPN h2, like fcm.googleapis.com, under \
+            a throwaway CA made at start: give clients its certificate (SSL_CERT_FILE=<caFile>).
             """)
 
     @Option(help: "The service-account key file whose public half verifies OAuth assertions.")
@@ -26,6 +28,12 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
     @Option(help: "Delay before answering each messages:send, in milliseconds.")
     var delayMs: Int = 0
 
+    @Flag(help: "Serve TLS + HTTP/2 (ALPN h2) with a throwaway CA instead of plain HTTP/1.1.")
+    var tls = false
+
+    @Option(help: "Directory for the throwaway CA and server certificate (--tls); a new temporary one by default.")
+    var tlsDirectory: String?
+
     func run() async throws {
         JSONLogHandler.bootstrap()
         var logger = Logger(label: "fcm-emulator")
@@ -37,10 +45,26 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         let emulator = FCMEmulator(
             account: try FCMEmulator.Account(serviceAccount: account),
             state: FCMEmulatorState(responseDelayMilliseconds: delayMs))
+        let transport: FCMEmulator.Transport
+        if tls {
+            let directory =
+                tlsDirectory ?? NSTemporaryDirectory() + "fcm-emulator-tls-\(UUID().uuidString.prefix(8).lowercased())"
+            transport = .tls(try EmulatorCertificates.make(in: directory, host: host))
+        } else {
+            transport = .plain
+        }
         let host = self.host
-        try await emulator.run(host: host, port: port, logger: logger) { port in
-            let line = "{\"event\":\"listening\",\"port\":\(port),\"tokenURL\":\"http://\(host):\(port)/token\"}\n"
-            FileHandle.standardOutput.write(Data(line.utf8))
+        try await emulator.run(host: host, port: port, transport: transport, logger: logger) { port in
+            var fields: [String: JSONValue] = [
+                "event": .string("listening"), "port": .number(Double(port)),
+                "baseURL": .string("\(transport.scheme)://\(host):\(port)"),
+                "tokenURL": .string("\(transport.scheme)://\(host):\(port)/token"),
+            ]
+            if case .tls(let certificates) = transport { fields["caFile"] = .string(certificates.caFile) }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let line = (try? encoder.encode(JSONValue.object(fields))) ?? Data("{}".utf8)
+            FileHandle.standardOutput.write(line + Data("\n".utf8))
         }
     }
 }

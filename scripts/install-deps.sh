@@ -10,6 +10,10 @@ pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v curl >/dev/null 2>&1 || missing+=(curl)  # the runner tests' shell-script workers use it
+# The FCM emulator's TLS mode makes its throwaway CA with the openssl command (libssl-dev does not bring it).
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# Its system-store probe (and any real HTTPS peer) needs Debian's bundle at /etc/ssl/certs/ca-certificates.crt.
+[ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
 # The contract checks' tools (make test) and the bench's fan-out peer (make bench) live in venvs under .build/;
 # Debian's python3 lacks ensurepip without python3-venv.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)

@@ -39,6 +39,8 @@ public struct Configuration: Sendable {
     public var pushSweepTimeLimitMilliseconds: Int
     /// `METRICS_NAMESPACE`: the CloudWatch namespace of the EMF metrics lines.
     public var metricsNamespace: String
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR`, or the system bundle: whom every outgoing TLS connection trusts.
+    public var trustStore: TrustStore
     /// Problems found while reading, reported by ``requireFunctionBasics()`` or by the push.
     public var errors: [ConfigurationError]
 
@@ -87,6 +89,7 @@ public struct Configuration: Sendable {
         fcmServiceAccountBase64 = value("FCM_SERVICE_ACCOUNT_JSON")
         fcmServiceAccountFile = value("FCM_SERVICE_ACCOUNT_FILE")
         fcmAPIBaseURL = value("FCM_API_BASE_URL") ?? "https://fcm.googleapis.com"
+        trustStore = TrustStore(environment: value, fileExists: { FileManager.default.isReadableFile(atPath: $0) })
         if let raw = value("PUSH_SEND_DEADLINE_MS") {
             if let milliseconds = Int(raw), milliseconds > 0, milliseconds <= 900_000 {
                 pushSendDeadlineMilliseconds = milliseconds

@@ -58,6 +58,14 @@ public struct PushSweep: ScheduledJob {
         // A batch needs time to be worth leasing: its leases would otherwise only run out.
         let minimumBatchTime = Duration.milliseconds(min(configuration.pushSendDeadlineMilliseconds, 2000))
         while runDeadline - .now >= minimumBatchTime {
+            // FCM asked this sender to pause (429 with Retry-After): wait it out when the run has time left after it.
+            if let pausedUntil = (try? context.push.httpClient())?.pausedUntil, pausedUntil > .now {
+                guard runDeadline - pausedUntil >= minimumBatchTime else {
+                    summary.stoppedEarly = "throttled"
+                    break
+                }
+                PushDispatcher.sleep(until: pausedUntil)
+            }
             let batch = dispatcher.run(
                 limit: configuration.pushSweepBatchSize, eventKey: nil, database: context.database,
                 push: context.push, deadline: min(dispatcher.sendDeadline(hostDeadline: nil), runDeadline),

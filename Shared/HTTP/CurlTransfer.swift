@@ -17,6 +17,8 @@ final class CurlTransfer {
     let tag: Int
     private let sink: Sink
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// `CURLOPT_ERRORBUFFER`: libcurl's sentence for a failure, read for TLS failures only.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     /// Prepares (but does not start) a transfer.
     /// - Throws: ``HTTPClientError`` when libcurl refuses the handle or an option.
@@ -26,11 +28,13 @@ final class CurlTransfer {
         self.handle = handle
         self.tag = tag
         self.sink = Sink(bodyLimit: request.responseBodyLimit)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         do {
             try configure(request, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             curl_slist_free_all(headerList)
             curl_easy_cleanup(handle)
+            errorBuffer.deallocate()
             throw error
         }
     }
@@ -38,6 +42,7 @@ final class CurlTransfer {
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
     }
 
     private func configure(_ request: HTTPRequest, timeoutMilliseconds: Int) throws(HTTPClientError) {
@@ -54,6 +59,8 @@ final class CurlTransfer {
             try check(ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
         }
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        try configureTrust(request.trust)
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
         switch request.method {
         case "POST":
             try check(ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, request.body.count))
@@ -80,6 +87,19 @@ final class CurlTransfer {
         try check(ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
     }
 
+    /// Peer and host-name verification on (libcurl's defaults, set anyway so that no build can differ), anchored
+    /// in the request's trust store.
+    private func configureTrust(_ trust: TrustStore) throws(HTTPClientError) {
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        if let file = trust.caFile { try check(ccurl_easy_setopt_string(handle, CURLOPT_CAINFO, file)) }
+        if let directory = trust.caDirectory {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CAPATH, directory))
+        } else if trust.excludesDefaultDirectory {
+            try check(ccurl_easy_setopt_pointer(handle, CURLOPT_CAPATH, nil))
+        }
+    }
+
     private func check(_ code: CURLcode) throws(HTTPClientError) {
         guard code == CURLE_OK else { throw HTTPClientError(.setupFailed, curlCode: Int(code.rawValue)) }
     }
@@ -90,6 +110,12 @@ final class CurlTransfer {
             switch code {
             case CURLE_OPERATION_TIMEDOUT:
                 return .failure(HTTPClientError(.timedOut, curlCode: Int(code.rawValue)))
+            case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
+                CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+                let detail = String(cString: errorBuffer)
+                return .failure(
+                    HTTPClientError(
+                        .tlsVerificationFailed, curlCode: Int(code.rawValue), detail: detail.isEmpty ? nil : detail))
             case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY,
                 CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_SSL_CONNECT_ERROR,
                 CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:

@@ -12,6 +12,8 @@ public final class HTTPClient {
     private var pending: [(due: ContinuousClock.Instant, request: HTTPRequest, tag: Int, timeout: Int)] = []
     /// New connections opened by all transfers so far.
     public private(set) var connectionsOpened = 0
+    /// No transfer starts before this instant: the server asked us to slow down (``throttle(until:)``).
+    public private(set) var pausedUntil: ContinuousClock.Instant?
 
     /// - Parameter maxConnectionsPerHost: HTTP/1.1 connections per host. 100 by default, the pool Google's Admin
     ///   SDKs keep for FCM: an HTTP/1.1 endpoint (a proxy, the emulator) then gets the parallelism the SDK would use.
@@ -36,7 +38,15 @@ public final class HTTPClient {
     public func schedule(
         _ request: HTTPRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int
     ) {
-        pending.append((due, request, tag, timeoutMilliseconds))
+        pending.append((max(due, pausedUntil ?? due), request, tag, timeoutMilliseconds))
+    }
+
+    /// Client-side throttling: nothing waiting starts before `instant`, and nothing scheduled later either, for as
+    /// long as this client lives (a warm process keeps it). Transfers already on the wire are not recalled.
+    public func throttle(until instant: ContinuousClock.Instant) {
+        guard instant > (pausedUntil ?? .now) else { return }
+        pausedUntil = instant
+        pending = pending.map { item in (max(item.due, instant), item.request, item.tag, item.timeout) }
     }
 
     /// Runs every scheduled transfer to completion, calling `completion` once per transfer (on this thread).
@@ -101,12 +111,16 @@ public final class HTTPClient {
         }
     }
 
+    /// At the deadline: what was on the wire may have reached the server (`deadlineExceeded`); what never started
+    /// certainly did not (`notStarted`).
     private func abandonAll(completion: (Int, Result<HTTPResponse, HTTPClientError>) -> Void) {
-        let abandoned = active.values.map(\.tag) + pending.map(\.tag)
+        let onTheWire = active.values.map(\.tag)
+        let neverStarted = pending.map(\.tag)
         for (handle, _) in active { curl_multi_remove_handle(multi, handle) }
         active.removeAll()
         pending.removeAll()
-        for tag in abandoned { completion(tag, .failure(HTTPClientError(.deadlineExceeded))) }
+        for tag in onTheWire { completion(tag, .failure(HTTPClientError(.deadlineExceeded))) }
+        for tag in neverStarted { completion(tag, .failure(HTTPClientError(.notStarted))) }
     }
 
     /// How long to wait for sockets: until the next scheduled start or the deadline, at most a second.

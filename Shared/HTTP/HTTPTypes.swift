@@ -6,16 +6,20 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Responses larger than this abort the transfer (FCM answers are a few hundred bytes).
     public var responseBodyLimit: Int
+    /// The certificate authorities a TLS peer must chain to: the process's (``TrustStore/process``) unless a caller
+    /// names others (a test talking to its own emulator). Verification itself cannot be turned off.
+    public var trust: TrustStore
 
     public init(
         method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-        responseBodyLimit: Int = 1024 * 1024
+        responseBodyLimit: Int = 1024 * 1024, trust: TrustStore = .process
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.responseBodyLimit = responseBodyLimit
+        self.trust = trust
     }
 }
 
@@ -36,23 +40,35 @@ public struct HTTPResponse: Sendable {
 public struct HTTPClientError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Kind: String, Sendable {
         case setupFailed, connectionFailed, timedOut, transferFailed, responseTooLarge, deadlineExceeded
+        /// The deadline came while the request was still waiting to start (a back-off, a throttle): never sent.
+        case notStarted
+        /// The peer's certificate did not chain to a trusted authority, or did not name the host.
+        case tlsVerificationFailed
     }
 
     public let kind: Kind
     /// libcurl's `CURLcode`, when it reported one.
     public let curlCode: Int?
+    /// libcurl's own sentence for a TLS failure ("SSL certificate problem: unable to get local issuer certificate",
+    /// "no alternative certificate subject name matches target host name '…'"): names a host at most, never a
+    /// header, body or credential.
+    public let detail: String?
 
-    public init(_ kind: Kind, curlCode: Int? = nil) {
+    public init(_ kind: Kind, curlCode: Int? = nil, detail: String? = nil) {
         self.kind = kind
         self.curlCode = curlCode
+        self.detail = detail
     }
 
-    /// Timeouts and broken connections may succeed when tried again.
+    /// Timeouts and broken connections may succeed when tried again, and so may a certificate that does not verify:
+    /// the fix (a trust bundle, a renewed certificate) arrives without the message changing.
     public var isTransient: Bool {
-        kind == .connectionFailed || kind == .timedOut || kind == .transferFailed
+        kind == .connectionFailed || kind == .timedOut || kind == .transferFailed || kind == .tlsVerificationFailed
     }
 
     public var description: String {
-        curlCode.map { "\(kind.rawValue) (curl \($0))" } ?? kind.rawValue
+        var text = curlCode.map { "\(kind.rawValue) (curl \($0))" } ?? kind.rawValue
+        if let detail { text += ": \(detail)" }
+        return text
     }
 }

@@ -15,14 +15,19 @@ public final class AccessTokenProvider {
     static let lockNamespace = 0x4643_4D54  // "FCMT"
 
     public let account: ServiceAccount
+    /// Whom the token endpoint's certificate must chain to.
+    public let trust: TrustStore
     private let signingKey: PrivateKey
     private var cached: (token: String, expiresAt: Date)?
     /// Tokens this provider minted itself (for tests and benchmarks).
     public private(set) var mintCount = 0
 
     /// - Throws: ``ConfigurationError`` when the key's `private_key` is not a usable RSA key.
-    public init(account: ServiceAccount, variable: String = "FCM_SERVICE_ACCOUNT_JSON") throws(ConfigurationError) {
+    public init(
+        account: ServiceAccount, variable: String = "FCM_SERVICE_ACCOUNT_JSON", trust: TrustStore = .process
+    ) throws(ConfigurationError) {
         self.account = account
+        self.trust = trust
         do {
             signingKey = try PrivateKey(pem: account.privateKeyPEM)
         } catch {
@@ -101,7 +106,7 @@ public final class AccessTokenProvider {
         let request = HTTPRequest(
             method: "POST", url: account.tokenURI,
             headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
-            body: Array(form.utf8), responseBodyLimit: 64 * 1024)
+            body: Array(form.utf8), responseBodyLimit: 64 * 1024, trust: trust)
         mintCount += 1
         let response: HTTPResponse
         switch HTTPClient.perform(request, timeoutMilliseconds: timeoutMilliseconds) {

@@ -55,6 +55,14 @@ public enum FCMSendOutcome: Equatable, Sendable {
         }
     }
 
+    /// How long the whole sender must pause: a 429 (`QUOTA_EXCEEDED`, `RESOURCE_EXHAUSTED`) carrying `Retry-After`.
+    /// Google's throttling guidance asks the sender, not just the device, to stop for that long; a 429 without it
+    /// backs off that device alone.
+    public static func senderPause(_ response: HTTPResponse) -> TimeInterval? {
+        guard response.status == 429 else { return nil }
+        return response.headers["retry-after"].flatMap(retryAfterSeconds).flatMap { $0 > 0 ? $0 : nil }
+    }
+
     /// A 400 is about the registration token when its message says so or a field violation names `message.token`.
     private static func isAboutToken(error: JSONValue?, details: [JSONValue]) -> Bool {
         if let message = error?["message"]?.stringValue?.lowercased(), message.contains("registration token") {

@@ -35,7 +35,7 @@ extension PushDispatcher {
                 headers: [
                     ("Authorization", "Bearer \(currentToken)"), ("Content-Type", "application/json; charset=UTF-8"),
                 ],
-                body: progress[index].body, responseBodyLimit: 64 * 1024)
+                body: progress[index].body, responseBodyLimit: 64 * 1024, trust: configuration.trustStore)
         }
         func attempt(_ index: Int, at due: ContinuousClock.Instant = .now) {
             progress[index].tries += 1
@@ -55,18 +55,40 @@ extension PushDispatcher {
                     backoff(afterAttempt: progress[index].outcome.attempts, retryAfter: retryAfter).milliseconds
             }
         }
+        /// Seconds of a sender pause still to run, for deliveries the deadline leaves waiting behind it.
+        func remainingPause() -> TimeInterval? {
+            guard let until = client.pausedUntil, until > .now else { return nil }
+            return Double((until - .now).milliseconds) / 1000
+        }
         for index in progress.indices { attempt(index) }
         client.run(until: deadline) { index, result in
             let outcome: FCMSendOutcome
             switch result {
             case .success(let response):
                 outcome = FCMSendOutcome.classify(response)
+                if let pause = FCMSendOutcome.senderPause(response) {
+                    // Client-side throttling: nothing more goes to FCM from this process until the pause is over.
+                    client.throttle(until: .now + .milliseconds(Int(pause * 1000)))
+                    logger.warning(
+                        "push: FCM quota exceeded, sender paused", metadata: ["fcm.pause_ms": "\(Int(pause * 1000))"])
+                }
+            case .failure(let error) where error.kind == .notStarted:
+                // Never sent: due again once any pause is over.
+                let previous = progress[index].outcome.lastError.map { "\($0); " } ?? ""
+                progress[index].tries -= 1
+                finish(index, .pending, error: previous + "not sent before the deadline", retryAfter: remainingPause())
+                return
             case .failure(let error) where error.kind == .deadlineExceeded:
                 // It may have reached FCM: a resend carries the same collapse id, so the phone shows one.
                 let previous = progress[index].outcome.lastError.map { "\($0); " } ?? ""
                 finish(index, .pending, error: previous + "deadline exceeded")
                 return
             case .failure(let error):
+                if error.kind == .tlsVerificationFailed {
+                    logger.error(
+                        "push: FCM certificate not trusted",
+                        metadata: ["error": .string(error.description), "push.delivery_index": "\(index)"])
+                }
                 outcome =
                     error.isTransient
                     ? .retry(retryAfter: nil, error: error.description) : .fail(error: error.description)

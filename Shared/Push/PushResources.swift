@@ -54,7 +54,8 @@ public final class PushResources {
             guard let account = try ServiceAccount.load(from: configuration) else { return .notConfigured }
             let variable =
                 configuration.fcmServiceAccountBase64 != nil ? "FCM_SERVICE_ACCOUNT_JSON" : "FCM_SERVICE_ACCOUNT_FILE"
-            return .ready(try AccessTokenProvider(account: account, variable: variable))
+            return .ready(
+                try AccessTokenProvider(account: account, variable: variable, trust: configuration.trustStore))
         } catch {
             return .misconfigured(error)
         }

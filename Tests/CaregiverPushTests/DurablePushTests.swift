@@ -36,15 +36,16 @@ struct DurablePushTests {
         }
     }
 
+    /// - Parameter markers: appended to the first device tokens, one each (the FCM fake's error scenarios).
     static func home(
-        in shared: IsolatedDatabase? = nil, devices: Int = 2, medicationName: String = "秘密の薬"
+        in shared: IsolatedDatabase? = nil, devices: Int = 2, medicationName: String = "秘密の薬", markers: [String] = []
     ) throws -> Home {
         let database = try shared ?? IsolatedDatabase()
         return try database.with { connection in
             let patient = try Seed.patient(connection, displayName: "高橋")
             let caregiver = UUID()
             try Seed.link(connection, caregiver: caregiver, patient: patient)
-            let tokens = (0..<devices).map { _ in makeDeviceToken() }
+            let tokens = (0..<devices).map { index in makeDeviceToken() + (index < markers.count ? markers[index] : "") }
             for token in tokens { try PushDispatchTests.register(token, caregiver: caregiver, connection: connection) }
             return Home(
                 database: database, patient: patient, patientToken: try Seed.session(connection, patient: patient),

@@ -63,7 +63,17 @@ public struct FCMEmulator: Sendable {
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.post("/token") { request, _ in try await self.token(request) }
         router.post("/v1/projects/{project}/messages:send") { request, context in
-            try await self.send(request, project: context.parameters.get("project") ?? "")
+            let connection = await self.connection(of: context)
+            if let connection { await self.state.streamStarted(on: connection) }
+            do {
+                let response = try await self.send(
+                    request, project: context.parameters.get("project") ?? "", connection: connection)
+                if let connection { await self.state.streamEnded(on: connection) }
+                return response
+            } catch {
+                if let connection { await self.state.streamEnded(on: connection) }
+                throw error
+            }
         }
         router.get("/_emulator/fcm/messages") { _, _ in await self.listMessages(deliveredOnly: true) }
         router.get("/_emulator/fcm/requests") { _, _ in await self.listMessages(deliveredOnly: false) }
@@ -77,7 +87,24 @@ public struct FCMEmulator: Sendable {
 
     /// Records the address the server listens on: the assertion's `aud` must name its `/token`.
     public func bound(host: String, port: Int) async {
-        await state.bound(tokenURL: "http://\(host):\(port)/token")
+        await bound(tokenURL: "http://\(host):\(port)/token")
+    }
+
+    /// Records the token URL the assertion's `aud` must name (`https://…` on a TLS port).
+    public func bound(tokenURL: String) async {
+        await state.bound(tokenURL: tokenURL)
+    }
+
+    /// The connection a request came on, when the router's context carries its channel: an HTTP/2 stream's parent
+    /// (the TLS connection it multiplexes on), or the HTTP/1.1 connection itself.
+    private func connection<Context: RequestContext>(of context: Context) async -> FCMEmulatorState.Connection? {
+        guard let channel = (context as? any ConnectionCarryingContext)?.channel else { return nil }
+        // An accepted connection's parent is the listening socket, which has none; an HTTP/2 stream's parent is the
+        // connection. (Asking a plain socket for an HTTP/2 option would trap, so the shape of the tree decides.)
+        if let connection = channel.parent, connection.parent != nil {
+            return await state.connection(for: connection, http2: true)
+        }
+        return await state.connection(for: channel, http2: false)
     }
 
     // MARK: OAuth
@@ -89,7 +116,9 @@ public struct FCMEmulator: Sendable {
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return Self.oauthError("unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")")
         }
-        guard let assertion = form["assertion"] else { return Self.oauthError("invalid_request", "Missing required parameter: assertion") }
+        guard let assertion = form["assertion"] else {
+            return Self.oauthError("invalid_request", "Missing required parameter: assertion")
+        }
         if let problem = await verifyAssertion(assertion) { return Self.oauthError("invalid_grant", problem) }
         let token = await state.issueAccessToken(lifetime: Self.accessTokenLifetime)
         return Self.json(
@@ -103,7 +132,8 @@ public struct FCMEmulator: Sendable {
     /// `nil` when the assertion is one Google would accept, else Google's `error_description`.
     func verifyAssertion(_ assertion: String) async -> String? {
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let claimBytes = Base64URL.decode(parts[1]),
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]),
+            let claimBytes = Base64URL.decode(parts[1]),
             let signature = Base64URL.decode(parts[2]), let header = try? JSONValue.parse(headerBytes),
             let claims = try? JSONValue.parse(claimBytes)
         else { return "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe" }
@@ -125,44 +155,53 @@ public struct FCMEmulator: Sendable {
         let now = Date().timeIntervalSince1970
         guard let issuedAt = claims["iat"]?.numberValue, let expiry = claims["exp"]?.numberValue,
             expiry > issuedAt, expiry - issuedAt <= 3600, issuedAt <= now + 60, expiry > now
-        else { return "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim." }
+        else {
+            return
+                "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."
+        }
         return nil
     }
 
     // MARK: messages:send
 
-    private func send(_ request: Request, project: String) async throws -> Response {
+    private func send(
+        _ request: Request, project: String, connection: FCMEmulatorState.Connection?
+    ) async throws -> Response {
         var request = request
         let bytes = Array(buffer: try await request.collectBody(upTo: 1024 * 1024))
         let delay = await state.responseDelayMilliseconds
         if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
         let authorization = request.headers[.authorization] ?? ""
-        guard authorization.hasPrefix("Bearer "), await state.isValid(accessToken: String(authorization.dropFirst(7))) else {
+        guard authorization.hasPrefix("Bearer "), await state.isValid(accessToken: String(authorization.dropFirst(7)))
+        else {
             let message = (try? JSONValue.parse(bytes))?["message"]
             await state.record(
                 .init(
                     receivedAt: Date(), deviceToken: message?["token"]?.stringValue ?? "", status: 401, attempt: 0,
-                    message: message ?? .null, name: nil))
+                    message: message ?? .null, name: nil, connection: connection))
             return Self.answer(FCMErrorScenario.unauthenticated())
         }
         guard project == account.projectID else {
             return Self.answer(
-                FCMErrorScenario.fcmError(403, "PERMISSION_DENIED", "Permission denied on project.", code: "SENDER_ID_MISMATCH"))
+                FCMErrorScenario.fcmError(
+                    403, "PERMISSION_DENIED", "Permission denied on project.", code: "SENDER_ID_MISMATCH"))
         }
         // Exactly one target: a registration `token`, or the installation `fid` newer SDKs send (FCM-NOTES).
         let message = (try? JSONValue.parse(bytes))?["message"]
         let targets = ["token", "fid"].compactMap { message?[$0]?.stringValue }
         guard let message, targets.count == 1, let deviceToken = targets.first, !deviceToken.isEmpty else {
-            return Self.answer(FCMErrorScenario.invalidPayload(field: "message", description: "Exactly one target is required"))
+            return Self.answer(
+                FCMErrorScenario.invalidPayload(field: "message", description: "Exactly one target is required"))
         }
         let attempt = await state.nextAttempt(for: deviceToken)
-        let answer = Self.validate(message: message, size: bytes.count)
+        let answer =
+            Self.validate(message: message, size: bytes.count)
             ?? FCMErrorScenario.answer(deviceToken: deviceToken, attempt: attempt)
         let name = answer == nil ? await state.nextMessageName(project: project) : nil
         await state.record(
             .init(
                 receivedAt: Date(), deviceToken: deviceToken, status: answer?.status ?? 200, attempt: attempt,
-                message: message, name: name))
+                message: message, name: name, connection: connection))
         if let answer { return Self.answer(answer) }
         return Self.json(200, .object(["name": .string(name ?? "")]))
     }
@@ -175,15 +214,18 @@ public struct FCMEmulator: Sendable {
             }
             for (key, value) in members {
                 guard value.stringValue != nil else {
-                    return FCMErrorScenario.invalidPayload(field: "message.data[\(key)]", description: "Invalid value (TYPE_STRING)")
+                    return FCMErrorScenario.invalidPayload(
+                        field: "message.data[\(key)]", description: "Invalid value (TYPE_STRING)")
                 }
                 if key == "from" || key == "message_type" || key.hasPrefix("google.") || key.hasPrefix("gcm.") {
-                    return FCMErrorScenario.invalidPayload(field: "message.data", description: "Invalid data payload key: \(key)")
+                    return FCMErrorScenario.invalidPayload(
+                        field: "message.data", description: "Invalid data payload key: \(key)")
                 }
             }
         }
         if let collapseID = message["apns"]?["headers"]?["apns-collapse-id"]?.stringValue, collapseID.utf8.count > 64 {
-            return FCMErrorScenario.invalidPayload(field: "message.apns.headers", description: "apns-collapse-id too long")
+            return FCMErrorScenario.invalidPayload(
+                field: "message.apns.headers", description: "apns-collapse-id too long")
         }
         if size > payloadLimit {
             return FCMErrorScenario.invalidPayload(field: "message", description: "Message is too big")
@@ -201,18 +243,27 @@ public struct FCMEmulator: Sendable {
                 "token": .string(entry.deviceToken), "status": .number(Double(entry.status)),
                 "attempt": .number(Double(entry.attempt)), "name": entry.name.map(JSONValue.string) ?? .null,
                 "message": entry.message,
+                "connection": entry.connection.map { .number(Double($0.number)) } ?? .null,
+                "httpVersion": entry.connection.map { .string($0.http2 ? "2" : "1.1") } ?? .null,
             ])
         }
         return Self.json(200, .object([deliveredOnly ? "messages" : "requests": .array(entries)]))
     }
 
+    /// Counts, with what a test needs to see multiplexing and reuse: `connections` is how many distinct connections
+    /// (over TLS: handshakes) have carried `messages:send`, `maxConcurrentStreams` the most sends in flight on one of
+    /// them at once, `http2Requests` how many arrived as HTTP/2 streams.
     private func stats() async -> Response {
         let received = await state.received
+        let usage = await state.connectionUsage
         return Self.json(
             200,
             .object([
                 "mints": .number(Double(await state.mints)), "requests": .number(Double(received.count)),
                 "delivered": .number(Double(received.filter { $0.status == 200 }.count)),
+                "tls": .bool(await state.tls), "connections": .number(Double(usage.connections)),
+                "http2Requests": .number(Double(received.filter { $0.connection?.http2 == true }.count)),
+                "maxConcurrentStreams": .number(Double(usage.maxConcurrentStreams)),
             ]))
     }
 

@@ -1,5 +1,6 @@
 import CaregiverPush
 import Foundation
+import NIOCore
 
 /// What the emulator has issued and received. An actor: requests arrive on many connections at once.
 public actor FCMEmulatorState {
@@ -11,7 +12,23 @@ public actor FCMEmulatorState {
         public let attempt: Int
         public let message: JSONValue
         public let name: String?
+        /// The connection it came on, when the server could tell (the emulator's own port).
+        public let connection: Connection?
     }
+
+    /// A client connection that carried `messages:send`: numbered in order of first use.
+    public struct Connection: Sendable, Hashable {
+        public let number: Int
+        public let http2: Bool
+    }
+
+    /// Every connection seen, kept (with its channel, so that its identity cannot be reused by a later one) until
+    /// a reset.
+    private var connections: [ObjectIdentifier: (channel: any Channel, connection: Connection)] = [:]
+    private var inFlight: [Int: Int] = [:]
+    private var maxInFlight = 0
+    /// Whether the emulator's own port speaks TLS.
+    public private(set) var tls = false
 
     private var issuedTokens: [String: Date] = [:]
     private var attemptsByToken: [String: Int] = [:]
@@ -29,6 +46,32 @@ public actor FCMEmulatorState {
 
     func bound(tokenURL: String) {
         self.tokenURL = tokenURL
+    }
+
+    func setTransport(tls: Bool) {
+        self.tls = tls
+    }
+
+    func connection(for channel: any Channel, http2: Bool) -> Connection {
+        let id = ObjectIdentifier(channel)
+        if let known = connections[id] { return known.connection }
+        let connection = Connection(number: connections.count + 1, http2: http2)
+        connections[id] = (channel, connection)
+        return connection
+    }
+
+    func streamStarted(on connection: Connection) {
+        inFlight[connection.number, default: 0] += 1
+        maxInFlight = max(maxInFlight, inFlight[connection.number] ?? 0)
+    }
+
+    func streamEnded(on connection: Connection) {
+        inFlight[connection.number, default: 1] -= 1
+    }
+
+    /// Connections that carried sends, and the most sends in flight on one connection at once.
+    var connectionUsage: (connections: Int, maxConcurrentStreams: Int) {
+        (connections.count, maxInFlight)
     }
 
     func issueAccessToken(lifetime: TimeInterval) -> String {
@@ -69,5 +112,6 @@ public actor FCMEmulatorState {
         received.removeAll()
         attemptsByToken.removeAll()
         mints = 0
+        maxInFlight = 0
     }
 }

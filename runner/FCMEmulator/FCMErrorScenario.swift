@@ -11,6 +11,7 @@ import CaregiverPush
 /// | `INVALID_PAYLOAD` | 400 INVALID_ARGUMENT about the payload |
 /// | `THIRD_PARTY_AUTH` | 401 THIRD_PARTY_AUTH_ERROR |
 /// | `QUOTA_ONCE` | 429 QUOTA_EXCEEDED with `Retry-After: 1`, then success |
+/// | `QUOTA_PAUSE2` | 429 QUOTA_EXCEEDED with `Retry-After: 2`, then success |
 /// | `UNAVAILABLE_ONCE` / `INTERNAL_ONCE` | 503 / 500 once, then success |
 /// | `UNAVAILABLE_ALWAYS` | 503 every time |
 /// | `UNAUTHENTICATED_ONCE` | 401 UNAUTHENTICATED (no FcmError) once, then success |
@@ -51,6 +52,11 @@ public enum FCMErrorScenario {
             return fcmError(
                 429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Send messages'.", code: "QUOTA_EXCEEDED",
                 headers: ["retry-after": "1"])
+        }
+        if token.contains("QUOTA_PAUSE2"), attempt == 1 {
+            return fcmError(
+                429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Send messages'.", code: "QUOTA_EXCEEDED",
+                headers: ["retry-after": "2"])
         }
         if token.contains("UNAVAILABLE_ALWAYS") || (token.contains("UNAVAILABLE_ONCE") && attempt == 1) {
             return fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", code: "UNAVAILABLE")

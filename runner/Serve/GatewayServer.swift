@@ -32,6 +32,9 @@ struct GatewayServer: Sendable {
     let tracker: ProcessTracker
     let environment: EnvironmentBox
     let emulator: (FCMEmulator, ServiceAccountKey)?
+    /// The emulator's TLS + HTTP/2 port's throwaway CA and certificate: the functions talk to FCM over it, as in
+    /// production; the plain port keeps the inspection routes (`/_emulator/fcm/…`) for curl.
+    let emulatorTLS: EmulatorCertificates?
     let options: Options
     let logger: Logger
 
@@ -72,6 +75,7 @@ struct GatewayServer: Sendable {
         let runtimeRouter = Router(context: GatewayContext.self)
         RuntimeAPIRoutes.add(to: runtimeRouter, workers: workers)
         var emulator: (FCMEmulator, ServiceAccountKey)?
+        var emulatorTLS: EmulatorCertificates?
         if options.fcmEmulator {
             let key = try PrivateKey.generateRSA()
             let account = ServiceAccountKey(
@@ -84,12 +88,15 @@ struct GatewayServer: Sendable {
                     publicKeyPEM: try key.publicKeyPEM()))
             instance.addRoutes(to: router)
             emulator = (instance, account)
+            emulatorTLS = try EmulatorCertificates.make(
+                in: NSTemporaryDirectory() + "runner-fcm-tls-\(UUID().uuidString.prefix(8).lowercased())",
+                host: "127.0.0.1")
         }
         return GatewayServer(
             gateway: gateway, scheduler: scheduler, responder: router.buildResponder(),
             runtimeResponder: runtimeRouter.buildResponder(),
-            pools: pools, tracker: tracker, environment: environment, emulator: emulator, options: options,
-            logger: logger)
+            pools: pools, tracker: tracker, environment: environment, emulator: emulator, emulatorTLS: emulatorTLS,
+            options: options, logger: logger)
     }
 
     /// Serves until SIGTERM/SIGINT, then drains: new requests get 503, in-flight requests and function work
@@ -105,6 +112,18 @@ struct GatewayServer: Sendable {
                 runtimePort.continuation.finish()
             },
             logger: logger)
+        // The emulator's TLS + HTTP/2 port (loopback, ephemeral), when there is an emulator.
+        let emulatorPort = AsyncStream<Int>.makeStream()
+        var services: [any Service] = [runtimeAPI]
+        if let (emulator, _) = emulator, let emulatorTLS {
+            services.append(
+                try await emulator.application(port: 0, transport: .tls(emulatorTLS), logger: logger) { port in
+                    emulatorPort.continuation.yield(port)
+                    emulatorPort.continuation.finish()
+                })
+        } else {
+            emulatorPort.continuation.finish()
+        }
         let app = Application(
             responder: responder, server: GuardedHTTP1Channel.builder(limits: options.limits, logger: logger),
             configuration: .init(
@@ -112,13 +131,16 @@ struct GatewayServer: Sendable {
             onServerRunning: { channel in
                 var ports = runtimePort.stream.makeAsyncIterator()
                 let privatePort = await ports.next() ?? 0
+                var tlsPorts = emulatorPort.stream.makeAsyncIterator()
+                let tlsPort = await tlsPorts.next()
                 let boundPort = channel.localAddress?.port ?? options.port
-                await self.started(port: boundPort, runtimePort: privatePort)
+                await self.started(port: boundPort, runtimePort: privatePort, emulatorTLSPort: tlsPort)
                 onBound(boundPort)
             },
             logger: logger)
+        services.append(app)
         let group = ServiceGroup(
-            configuration: .init(services: [runtimeAPI, app], gracefulShutdownSignals: [], logger: logger))
+            configuration: .init(services: services, gracefulShutdownSignals: [], logger: logger))
         enum Finished { case server, drained }
         try await withThrowingTaskGroup(of: Finished.self) { tasks in
             tasks.addTask {
@@ -146,16 +168,22 @@ struct GatewayServer: Sendable {
         logger.info("stopped")
     }
 
-    private func started(port: Int, runtimePort: Int) async {
-        if let (emulator, key) = emulator {
-            await emulator.bound(host: "127.0.0.1", port: port)
+    private func started(port: Int, runtimePort: Int, emulatorTLSPort: Int?) async {
+        if let (emulator, key) = emulator, let emulatorTLSPort, let emulatorTLS {
+            // The functions reach the emulator as they reach Google: TLS + HTTP/2, verified against its CA.
+            let base = "https://127.0.0.1:\(emulatorTLSPort)"
+            await emulator.bound(tokenURL: base + "/token")
             let keyFile = ServiceAccount.keyFileJSON(
                 projectID: "local-emulator", clientEmail: key.clientEmail, privateKeyID: key.keyID,
-                privateKeyPEM: key.privateKeyPEM, tokenURI: "http://127.0.0.1:\(port)/token")
+                privateKeyPEM: key.privateKeyPEM, tokenURI: base + "/token")
             var extra = [
                 "FCM_SERVICE_ACCOUNT_JSON": Data(keyFile.utf8).base64EncodedString(),
-                "FCM_API_BASE_URL": "http://127.0.0.1:\(port)",
+                "FCM_API_BASE_URL": base,
+                "SSL_CERT_FILE": emulatorTLS.caFile,
             ]
+            logger.info(
+                "fcm emulator listening over TLS + HTTP/2",
+                metadata: ["port": .stringConvertible(emulatorTLSPort), "tls.ca_file": .string(emulatorTLS.caFile)])
             extra["PUSH_ENVIRONMENT"] = environment.value["PUSH_ENVIRONMENT"] ?? "DEV"
             environment.merge(extra)
         }

@@ -2,7 +2,8 @@ import CaregiverPush
 import Foundation
 import Testing
 
-/// A running `runner fcm-emulator` process: the fake Google at the network edge, on 127.0.0.1.
+/// A running `runner fcm-emulator` process: the fake Google at the network edge, on 127.0.0.1 — plain HTTP/1.1, or
+/// TLS with ALPN h2 under its own throwaway CA (`tls: true`), as `fcm.googleapis.com` serves.
 ///
 /// Each instance has its own throwaway service-account key and client email, so the shared access-token cache in
 /// the database (keyed by client email) is its own too, and tests running in parallel do not see each other's mints.
@@ -11,12 +12,16 @@ final class FCMFake {
     let clientEmail: String
     /// The key file the functions get (base64 in `FCM_SERVICE_ACCOUNT_JSON`).
     let serviceAccountJSON: String
+    /// The throwaway CA's certificate in TLS mode: the functions get it as `SSL_CERT_FILE`.
+    let caFile: String?
     private let process: Process
     private let directory: URL
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
+    var baseURL: String { "\(caFile == nil ? "http" : "https")://127.0.0.1:\(port)" }
+    /// What this test process trusts when it talks to the fake itself.
+    var trust: TrustStore { caFile.map(TrustStore.init(caFile:)) ?? .process }
 
-    init(delayMilliseconds: Int = 0) throws {
+    init(delayMilliseconds: Int = 0, tls: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("fcm-fake-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let key = try PrivateKey.generateRSA()
@@ -32,22 +37,27 @@ final class FCMFake {
 
         let process = Process()
         process.executableURL = ExecutableTests.binDirectory.appendingPathComponent("runner")
-        process.arguments = [
-            "fcm-emulator", "--service-account", bootstrapFile.path, "--port", "0", "--delay-ms", "\(delayMilliseconds)",
-        ]
+        process.arguments =
+            [
+                "fcm-emulator", "--service-account", bootstrapFile.path, "--port", "0", "--delay-ms",
+                "\(delayMilliseconds)",
+            ] + (tls ? ["--tls", "--tls-directory", directory.appendingPathComponent("tls").path] : [])
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process = process
-        guard let port = announcedPort(stdout) else {
+        guard let announcement = announcedLine(stdout), let port = announcement["port"]?.integerValue.map(Int.init),
+            let tokenURL = announcement["tokenURL"]?.stringValue
+        else {
             process.terminate()
             throw FakeError.didNotStart
         }
         self.port = port
+        caFile = announcement["caFile"]?.stringValue
         serviceAccountJSON = ServiceAccount.keyFileJSON(
             projectID: projectID, clientEmail: clientEmail, privateKeyID: keyID, privateKeyPEM: pem,
-            tokenURI: "http://127.0.0.1:\(port)/token")
+            tokenURI: tokenURL)
     }
 
     deinit {
@@ -63,6 +73,7 @@ final class FCMFake {
         var base: [String: String?] = [
             "FCM_SERVICE_ACCOUNT_JSON": Data(serviceAccountJSON.utf8).base64EncodedString(),
             "FCM_API_BASE_URL": baseURL,
+            "SSL_CERT_FILE": caFile,
         ]
         for (key, value) in overrides { base[key] = value }
         return testEnvironment(base)
@@ -91,18 +102,27 @@ final class FCMFake {
         get throws { Int(try get("/_emulator/fcm/stats")["mints"]?.integerValue ?? -1) }
     }
 
+    /// `/_emulator/fcm/stats`: `connections` (that carried sends; over TLS, handshakes), `maxConcurrentStreams`,
+    /// `http2Requests`, `requests`, `delivered`, `mints`, `tls`.
+    func stats() throws -> JSONValue {
+        try get("/_emulator/fcm/stats")
+    }
+
     func configure(delayMilliseconds: Int? = nil, revokeAccessTokens: Bool = false) throws {
         var body: [String: JSONValue] = ["revokeAccessTokens": .bool(revokeAccessTokens)]
         if let delayMilliseconds { body["delayMs"] = .number(Double(delayMilliseconds)) }
         let request = HTTPRequest(
             method: "POST", url: baseURL + "/_emulator/fcm/config", headers: [("Content-Type", "application/json")],
-            body: Array(json(body).utf8))
-        guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000), response.status == 200
+            body: Array(json(body).utf8), trust: trust)
+        guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000),
+            response.status == 200
         else { throw FakeError.badAnswer }
     }
 
     private func get(_ path: String) throws -> JSONValue {
-        guard case .success(let response) = HTTPClient.perform(HTTPRequest(url: baseURL + path), timeoutMilliseconds: 5000),
+        guard
+            case .success(let response) = HTTPClient.perform(
+                HTTPRequest(url: baseURL + path, trust: trust), timeoutMilliseconds: 5000),
             response.status == 200
         else { throw FakeError.badAnswer }
         return try JSONValue.parse(response.body)

@@ -238,11 +238,16 @@ struct RunnerClient: Sendable {
 /// The `port` of the `{"event":"listening","port":N,…}` line a runner command prints once bound; `nil` when the
 /// process ended without printing it.
 func announcedPort(_ stdout: Pipe) -> Int? {
+    announcedLine(stdout)?["port"]?.integerValue.map(Int.init)
+}
+
+/// The first line a server prints on stdout, parsed: `{"event":"listening","port":N,…}`.
+func announcedLine(_ stdout: Pipe) -> JSONValue? {
     var announced = Data()
     while !announced.contains(UInt8(ascii: "\n")) {
         let chunk = stdout.fileHandleForReading.availableData
         if chunk.isEmpty { break }
         announced.append(chunk)
     }
-    return (try? JSONValue.parse(Array(announced)))?["port"]?.integerValue.map(Int.init)
+    return try? JSONValue.parse(Array(announced.prefix { $0 != UInt8(ascii: "\n") }))
 }
