@@ -17,8 +17,7 @@ struct DurablePushBenchmark {
         environment["SUPABASE_JWT_SECRET"] = secret
         environment["PUSH_ENVIRONMENT"] = "DEV"
         environment["LOG_LEVEL"] = "warning"
-        environment["FCM_API_BASE_URL"] = emulator.baseURL
-        environment["FCM_SERVICE_ACCOUNT_JSON"] = Data(emulator.serviceAccountJSON.utf8).base64EncodedString()
+        environment.merge(emulator.environment) { _, new in new }
         environment.merge(extra) { _, new in new }
         return environment
     }

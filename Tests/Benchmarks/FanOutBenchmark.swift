@@ -9,7 +9,13 @@ struct FanOutBenchmark {
     struct Row {
         let devices: Int
         let medianMilliseconds: Double
+        /// Connections the last timed round's sends arrived on, as the emulator saw them (a warm process keeps its
+        /// connections, so this counts connections used, not opened).
         let connections: Int
+        /// The most sends in flight on one connection at once during this device count's rounds.
+        let maxConcurrentStreams: Int
+        /// Whether every send of the last round arrived as an HTTP/2 stream.
+        let allHTTP2: Bool
         /// Access tokens the emulator minted during our rounds for this N (warm-up included).
         let mints: Int
         /// The peer's result for each of `peerAPIs`, in that order; empty when the peer is unavailable.
@@ -26,11 +32,11 @@ struct FanOutBenchmark {
 
     func run() throws -> [Row] {
         let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds)
-        let configuration = Configuration(environment: [
-            "DATABASE_URL": databaseURL, "SUPABASE_JWT_SECRET": String(repeating: "b", count: 32),
-            "PUSH_ENVIRONMENT": "DEV", "FCM_API_BASE_URL": emulator.baseURL, "PUSH_SEND_DEADLINE_MS": "60000",
-            "FCM_SERVICE_ACCOUNT_JSON": Data(emulator.serviceAccountJSON.utf8).base64EncodedString(),
-        ])
+        let configuration = Configuration(
+            environment: [
+                "DATABASE_URL": databaseURL, "SUPABASE_JWT_SECRET": String(repeating: "b", count: 32),
+                "PUSH_ENVIRONMENT": "DEV", "PUSH_SEND_DEADLINE_MS": "60000",
+            ].merging(emulator.environment) { _, new in new })
         var quiet = Logger(label: "bench")
         quiet.logLevel = .error
         let database = DatabaseSession(url: databaseURL)
@@ -41,8 +47,9 @@ struct FanOutBenchmark {
         for count in deviceCounts {
             let (patient, tokens) = try seedHousehold(devices: count, connection: database.connection())
             var samples: [Double] = []
-            var connections = 0
+            var usage = (connections: 0, maxConcurrentStreams: 0, allHTTP2: false)
             var lastEvent: DoseTakenEvent?
+            emulator.resetStreamCount()
             let mintsBefore = emulator.counts().mints
             // One untimed round first: it mints the access token, which is shared thereafter.
             for round in 0...repetitions {
@@ -55,6 +62,7 @@ struct FanOutBenchmark {
                     try PushOutbox.enqueue(
                         event, source: .slotBulkRecord, environment: .development, connection: connection)
                 }
+                let firstRequest = emulator.requestCount()
                 let start = ContinuousClock.now
                 let report = dispatcher.dispatch(
                     eventKey: event.eventKey, database: database, push: push,
@@ -66,7 +74,7 @@ struct FanOutBenchmark {
                 if round > 0 {
                     samples.append(
                         Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
-                    connections = report.connectionsOpened
+                    usage = emulator.connectionUsage(since: firstRequest)
                 }
             }
             let mints = emulator.counts().mints - mintsBefore
@@ -80,7 +88,8 @@ struct FanOutBenchmark {
             }
             rows.append(
                 Row(
-                    devices: count, medianMilliseconds: median(samples), connections: connections, mints: mints,
+                    devices: count, medianMilliseconds: median(samples), connections: usage.connections,
+                    maxConcurrentStreams: usage.maxConcurrentStreams, allHTTP2: usage.allHTTP2, mints: mints,
                     peers: peers))
         }
         return rows

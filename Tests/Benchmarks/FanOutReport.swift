@@ -29,10 +29,12 @@ struct FanOutReport {
             pool the SDK mounts for `https://fcm.googleapis.com` (\(first.poolSize) connections).
 
             - `send_each` sends each message on its own thread (a `ThreadPoolExecutor` with one worker per message,
-              up to 500) through `requests`: HTTP/1.1, at most \(first.poolSize) connections kept.
+              up to 500) through `requests`: HTTP/1.1 over TLS, at most \(first.poolSize) connections kept.
             - `send_each_async` sends every message as a coroutine through httpx with `http2=True` (httpx's default
-              pool: at most 100 connections). Against FCM that is HTTP/2 streams; here it is HTTP/1.1, as the emulator
-              does not speak HTTP/2 — the same handicap our libcurl has in this benchmark.
+              pool: at most 100 connections): HTTP/2 streams over TLS, as against FCM.
+
+            Both trust the emulator's CA as they would any (`REQUESTS_CA_BUNDLE` for requests and google-auth's token
+            refresh, `SSL_CERT_FILE` for httpx), so the TLS handshakes are real on both sides.
 
             The peer's time is building the messages and one `send_each*` call, median of \(first.samples.count)
             rounds after an untimed warm-up round (token mint). It does no database work, while ours also leases the

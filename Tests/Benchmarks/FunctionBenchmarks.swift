@@ -18,8 +18,7 @@ struct FunctionBenchmarks {
         environment["PUSH_ENVIRONMENT"] = "DEV"
         environment["LOG_LEVEL"] = "warning"
         if let emulator {
-            environment["FCM_API_BASE_URL"] = emulator.baseURL
-            environment["FCM_SERVICE_ACCOUNT_JSON"] = Data(emulator.serviceAccountJSON.utf8).base64EncodedString()
+            environment.merge(emulator.environment) { _, new in new }
         }
         return environment
     }

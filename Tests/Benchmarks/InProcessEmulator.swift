@@ -10,14 +10,28 @@ struct InProcessEmulator {
     let port: Int
     let state: FCMEmulatorState
     let serviceAccountJSON: String
+    /// The throwaway CA in TLS mode (`SSL_CERT_FILE` for whoever talks to it), `nil` for plain HTTP/1.1.
+    let caFile: String?
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
+    var baseURL: String { "\(caFile == nil ? "http" : "https")://127.0.0.1:\(port)" }
 
-    static func start(delayMilliseconds: Int) throws -> InProcessEmulator {
+    /// What a function's environment needs to reach it.
+    var environment: [String: String] {
+        var values = [
+            "FCM_API_BASE_URL": baseURL,
+            "FCM_SERVICE_ACCOUNT_JSON": Data(serviceAccountJSON.utf8).base64EncodedString(),
+        ]
+        if let caFile { values["SSL_CERT_FILE"] = caFile }
+        return values
+    }
+
+    /// - Parameter tls: TLS with ALPN h2 under a throwaway CA (as fcm.googleapis.com), else plain HTTP/1.1.
+    static func start(delayMilliseconds: Int, tls: Bool = true) throws -> InProcessEmulator {
         let key = try PrivateKey.generateRSA()
         let clientEmail = "bench-\(UUID().uuidString.prefix(8).lowercased())@bench.iam.gserviceaccount.com"
         let account = FCMEmulator.Account(
-            projectID: "bench", clientEmail: clientEmail, privateKeyID: "bench-key", publicKeyPEM: try key.publicKeyPEM())
+            projectID: "bench", clientEmail: clientEmail, privateKeyID: "bench-key",
+            publicKeyPEM: try key.publicKeyPEM())
         let state = FCMEmulatorState(responseDelayMilliseconds: delayMilliseconds)
         let emulator = FCMEmulator(account: account, state: state)
         let bound = Mutex<Int?>(nil)
@@ -25,8 +39,14 @@ struct InProcessEmulator {
         var quiet = Logger(label: "fcm-emulator")
         quiet.logLevel = .critical
         let logger = quiet
+        let certificates =
+            tls
+            ? try EmulatorCertificates.make(
+                in: NSTemporaryDirectory() + "bench-fcm-tls-\(UUID().uuidString.prefix(8).lowercased())",
+                host: "127.0.0.1") : nil
+        let transport: FCMEmulator.Transport = certificates.map { .tls($0) } ?? .plain
         Task.detached {
-            try await emulator.run(port: 0, logger: logger) { port in
+            try await emulator.run(port: 0, transport: transport, logger: logger) { port in
                 bound.withLock { $0 = port }
                 ready.signal()
             }
@@ -36,8 +56,9 @@ struct InProcessEmulator {
         }
         let json = ServiceAccount.keyFileJSON(
             projectID: "bench", clientEmail: clientEmail, privateKeyID: "bench-key", privateKeyPEM: try key.pemPKCS8(),
-            tokenURI: "http://127.0.0.1:\(port)/token")
-        return InProcessEmulator(port: port, state: state, serviceAccountJSON: json)
+            tokenURI: "\(transport.scheme)://127.0.0.1:\(port)/token")
+        return InProcessEmulator(
+            port: port, state: state, serviceAccountJSON: json, caFile: certificates?.caFile)
     }
 }
 

@@ -1,4 +1,5 @@
 import CaregiverPush
+import FCMEmulator
 import Foundation
 import Synchronization
 
@@ -76,6 +77,11 @@ struct FirebaseAdminPeer {
                 script.path, "--base-url", emulator.baseURL, "--key-file", keyFile.path, "--tokens", tokenFile.path,
                 "--message", messageFile.path, "--repetitions", String(repetitions), "--api", api,
             ],
+            // Both of the SDK's HTTP stacks trust the emulator's CA the way they trust any: requests (send_each and
+            // google-auth's token refresh) through REQUESTS_CA_BUNDLE, httpx (send_each_async) through SSL_CERT_FILE.
+            environment: ProcessInfo.processInfo.environment.merging(
+                emulator.caFile.map { ["SSL_CERT_FILE": $0, "REQUESTS_CA_BUNDLE": $0] } ?? [:]
+            ) { _, new in new },
             input: Data())
         let (deliveredAfter, mintsAfter) = emulator.counts()
         let delivered = deliveredAfter - deliveredBefore
@@ -106,6 +112,43 @@ struct FirebaseAdminPeer {
 }
 
 extension InProcessEmulator {
+    /// How many `messages:send` requests the emulator has received so far.
+    func requestCount() -> Int {
+        read { await $0.received.count }
+    }
+
+    /// Connections that carried the requests received since `index`, the most streams in flight on one connection
+    /// since the last reset, and whether every one of those requests was an HTTP/2 stream.
+    func connectionUsage(since index: Int) -> (connections: Int, maxConcurrentStreams: Int, allHTTP2: Bool) {
+        read { state in
+            let requests = await state.received.dropFirst(index)
+            let connections = Set(requests.compactMap { $0.connection?.number })
+            return (
+                connections.count, await state.connectionUsage.maxConcurrentStreams,
+                requests.allSatisfy { $0.connection?.http2 == true }
+            )
+        }
+    }
+
+    /// Starts counting concurrent streams afresh (the previous device count's peak would otherwise stay).
+    func resetStreamCount() {
+        read { await $0.resetStreamCount() }
+    }
+
+    /// Runs `body` against the emulator's actor and waits for it, for synchronous callers.
+    private func read<T: Sendable>(_ body: @escaping @Sendable (FCMEmulatorState) async -> T) -> T {
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let state = self.state
+        Task {
+            let value = await body(state)
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
     /// How many `messages:send` the emulator has answered 200, and how many access tokens it has minted, so far:
     /// read from its actor for synchronous callers.
     func counts() -> (delivered: Int, mints: Int) {

@@ -70,8 +70,13 @@ public actor FCMEmulatorState {
     }
 
     /// Connections that carried sends, and the most sends in flight on one connection at once.
-    var connectionUsage: (connections: Int, maxConcurrentStreams: Int) {
+    public var connectionUsage: (connections: Int, maxConcurrentStreams: Int) {
         (connections.count, maxInFlight)
+    }
+
+    /// Forgets the peak of concurrent streams (connections stay known).
+    public func resetStreamCount() {
+        maxInFlight = 0
     }
 
     func issueAccessToken(lifetime: TimeInterval) -> String {
