@@ -33,6 +33,9 @@ struct FanOutReport {
             - `send_each_async` sends every message as a coroutine through httpx with `http2=True` (httpx's default
               pool: at most 100 connections): HTTP/2 streams over TLS, as against FCM.
 
+            The SDK takes at most 500 messages per call, so 1,000 devices are two batches of 500: one after the other
+            with `send_each`, gathered on the event loop with `send_each_async` (how a team would use each).
+
             Both trust the emulator's CA as they would any (`REQUESTS_CA_BUNDLE` for requests and google-auth's token
             refresh, `SSL_CERT_FILE` for httpx), so the TLS handshakes are real on both sides.
 
