@@ -47,11 +47,11 @@ struct DevCommand: AsyncParsableCommand {
         // Like a current Supabase project: an ES256 key, its JWKS served by the emulator, fetched by the functions.
         let signingKey = try DevSigningKey(create: true)
         await SupabaseJWKSState.shared.serve(try signingKey.jwksDocument())
-        setenv("SUPABASE_JWKS_URL", "http://127.0.0.1:\(port)\(SupabaseJWKSRoutes.path)", 1)
         let demo = try seed(databaseURL: databaseURL, signingKey: signingKey, logger: logger)
         // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
         let options = GatewayServer.Options(
-            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, debugHeaders: true, schedules: schedules)
+            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, demoJWKS: true, debugHeaders: true,
+            schedules: schedules)
         let server = try await GatewayServer.make(
             table: table, binDirectory: infra.binaryDirectory(), options: options, logger: logger)
         let watcher = SourceWatcher(directories: ["Functions", "Shared"], logger: logger) {

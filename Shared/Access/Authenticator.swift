@@ -97,7 +97,7 @@ public final class Authenticator {
         let verifier = CaregiverTokenVerifier(
             hs256Secret: configuration.jwtSecret.map { Array($0.utf8) }, jwks: jwks,
             audience: configuration.jwtAudience, issuer: configuration.jwtIssuer)
-        return .ready(verifier, configuration.jwksURL.map(RemoteJWKS.init(url:)))
+        return .ready(verifier, configuration.jwksURL.map { RemoteJWKS(url: $0, trust: configuration.trustStore) })
     }
 
     private func authenticatePatient(_ text: String, context: InvocationContext) throws -> Principal {

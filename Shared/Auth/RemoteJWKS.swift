@@ -30,12 +30,15 @@ public final class RemoteJWKS {
 
     /// `SUPABASE_JWKS_URL`.
     public let url: String
+    /// Whom the endpoint's certificate must chain to (`SSL_CERT_FILE`, or the system bundle).
+    public let trust: TrustStore
     private var current: (document: String, keys: JWKS, fetchedAt: Date)?
     /// Fetches this process made itself (for tests).
     public private(set) var fetchCount = 0
 
-    public init(url: String) {
+    public init(url: String, trust: TrustStore = .process) {
         self.url = url
+        self.trust = trust
     }
 
     /// The key set to look a token's `kid` up in.
@@ -174,7 +177,7 @@ public final class RemoteJWKS {
     /// One bounded GET of the document: 200, at most ``documentLimit`` bytes, a key set.
     private func download() -> Result<(String, JWKS), FetchFailure> {
         let request = HTTPRequest(
-            url: url, headers: [("Accept", "application/json")], responseBodyLimit: Self.documentLimit)
+            url: url, headers: [("Accept", "application/json")], responseBodyLimit: Self.documentLimit, trust: trust)
         let response: HTTPResponse
         switch HTTPClient.perform(request, timeoutMilliseconds: Self.fetchTimeoutMilliseconds) {
         case .success(let value): response = value

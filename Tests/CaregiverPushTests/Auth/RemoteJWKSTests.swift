@@ -13,14 +13,16 @@ struct RemoteJWKSTests {
     let standby: PrivateKey
 
     init() throws {
-        fake = try FCMFake()
+        fake = try FCMFake(tls: true)  // fetched over HTTPS, as from Supabase
         inUse = try PrivateKey.generateP256()
         standby = try PrivateKey.generateP256()
     }
 
     /// Only the URL verifies caregiver tokens (no HS256 secret).
     var environment: [String: String] {
-        testEnvironment(["SUPABASE_JWT_SECRET": nil, "SUPABASE_JWKS_URL": fake.jwksURL])
+        testEnvironment([
+            "SUPABASE_JWT_SECRET": nil, "SUPABASE_JWKS_URL": fake.jwksURL, "SSL_CERT_FILE": fake.caFile,
+        ])
     }
 
     @Test("a token signed by the in-use key is accepted; one fetch serves the following invocations")
