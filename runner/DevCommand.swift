@@ -1,5 +1,6 @@
 import ArgumentParser
 import CaregiverPush
+import FCMEmulator
 import Foundation
 import Logging
 
@@ -43,10 +44,14 @@ struct DevCommand: AsyncParsableCommand {
         setenv("DATABASE_URL", databaseURL, 1)
         setenv("SUPABASE_JWT_SECRET", secret, 1)
         setenv("PUSH_ENVIRONMENT", "DEV", 1)
-        let demo = try seed(databaseURL: databaseURL, secret: secret, logger: logger)
+        // Like a current Supabase project: an ES256 key, its JWKS served by the emulator, fetched by the functions.
+        let signingKey = try DevSigningKey(create: true)
+        await SupabaseJWKSState.shared.serve(try signingKey.jwksDocument())
+        let demo = try seed(databaseURL: databaseURL, signingKey: signingKey, logger: logger)
         // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
         let options = GatewayServer.Options(
-            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, debugHeaders: true, schedules: schedules)
+            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, demoJWKS: true, debugHeaders: true,
+            schedules: schedules)
         let server = try await GatewayServer.make(
             table: table, binDirectory: infra.binaryDirectory(), options: options, logger: logger)
         let watcher = SourceWatcher(directories: ["Functions", "Shared"], logger: logger) {
@@ -100,7 +105,7 @@ struct DevCommand: AsyncParsableCommand {
     }
 
     /// The demo household, reset on every start so that the printed commands record (and push) anew.
-    private func seed(databaseURL: String, secret: String, logger: Logger) throws -> Demo {
+    private func seed(databaseURL: String, signingKey: DevSigningKey, logger: Logger) throws -> Demo {
         let connection = try PostgresConnection(url: databaseURL, applicationName: "caregiver-push-dev")
         defer { connection.close() }
         try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: logger)
@@ -140,14 +145,7 @@ struct DevCommand: AsyncParsableCommand {
             INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
             VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 day')
             """)
-        let now = Date().timeIntervalSince1970.rounded(.down)
-        let caregiverToken = try JWTSigner.sign(
-            claims: [
-                "sub": .string(caregiver.uuidString.lowercased()), "aud": .string("authenticated"),
-                "role": .string("authenticated"), "iat": .number(now), "exp": .number(now + 86_400),
-                "is_anonymous": .bool(false),
-            ],
-            using: .hmac(secret: Array(secret.utf8)))
+        let caregiverToken = try signingKey.caregiverToken(subject: caregiver, expiresIn: 86_400)
         return Demo(
             caregiverToken: caregiverToken, patientToken: session.text, medications: medications, prn: prn,
             today: TokyoClock.dateString(of: Date()))

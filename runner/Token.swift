@@ -2,10 +2,14 @@ import ArgumentParser
 import CaregiverPush
 import Foundation
 
-/// `runner token`: a caregiver access token signed with `SUPABASE_JWT_SECRET`, for local development only.
+/// `runner token`: a caregiver access token signed with `SUPABASE_JWT_SECRET` (HS256), or with the dev stack's
+/// ES256 key in `.data/` (`--algorithm ES256`), for local development only.
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print an HS256 caregiver token signed with SUPABASE_JWT_SECRET (local development only).")
+        abstract: "Print a caregiver token: HS256 with SUPABASE_JWT_SECRET, or ES256 with `runner dev`'s key.")
+
+    @Option(help: "HS256 (SUPABASE_JWT_SECRET) or ES256 (the key `runner dev` keeps in \(DevSigningKey.file)).")
+    var algorithm: String = "HS256"
 
     @Option(help: "The caregiver's user id (the token's sub); a new one when omitted.")
     var caregiver: String?
@@ -14,23 +18,31 @@ struct Token: ParsableCommand {
     var expiresIn: Int = 86_400
 
     func run() throws {
-        guard let secret = ProcessInfo.processInfo.environment["SUPABASE_JWT_SECRET"], !secret.isEmpty else {
-            throw ValidationError("SUPABASE_JWT_SECRET is not set")
-        }
         let subject =
             try caregiver.map { text -> UUID in
                 guard let id = UUID(exactly: text) else { throw ValidationError("--caregiver must be a UUID") }
                 return id
             } ?? UUID()
-        let now = Date().timeIntervalSince1970.rounded(.down)
-        let token = try JWTSigner.sign(
-            header: [:],
-            claims: [
-                "sub": .string(subject.uuidString.lowercased()), "aud": .string("authenticated"),
-                "role": .string("authenticated"), "iat": .number(now), "exp": .number(now + Double(expiresIn)),
-                "is_anonymous": .bool(false),
-            ],
-            using: .hmac(secret: Array(secret.utf8)))
-        print(token)
+        switch algorithm.uppercased() {
+        case "HS256":
+            guard let secret = ProcessInfo.processInfo.environment["SUPABASE_JWT_SECRET"], !secret.isEmpty else {
+                throw ValidationError("SUPABASE_JWT_SECRET is not set")
+            }
+            let now = Date().timeIntervalSince1970.rounded(.down)
+            print(
+                try JWTSigner.sign(
+                    claims: DevSigningKey.claims(subject: subject, issuedAt: now, expiresIn: expiresIn),
+                    using: .hmac(secret: Array(secret.utf8))))
+        case "ES256":
+            let key: DevSigningKey
+            do {
+                key = try DevSigningKey(create: false)
+            } catch {
+                throw ValidationError("no dev signing key in \(DevSigningKey.file): run `runner dev` once first")
+            }
+            print(try key.caregiverToken(subject: subject, expiresIn: expiresIn))
+        default:
+            throw ValidationError("--algorithm must be HS256 or ES256")
+        }
     }
 }

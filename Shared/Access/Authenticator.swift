@@ -3,32 +3,30 @@ import Logging
 
 /// Turns an `Authorization` header into a ``Principal`` (SPEC §4), or a 401 that never says which check failed.
 ///
-/// The reason for a rejection goes to the log as `auth.reason`; the token itself never does.
+/// One per process, kept across warm invocations (``FunctionHandler`` owns it): `SUPABASE_JWKS` is parsed once, on
+/// first use, and the `SUPABASE_JWKS_URL` set (``RemoteJWKS``) keeps its in-memory copy. The reason for a rejection
+/// goes to the log as `auth.reason`; the token itself never does.
 public final class Authenticator {
-    private let verifier: CaregiverTokenVerifier
+    private enum State {
+        case unloaded
+        case ready(CaregiverTokenVerifier, RemoteJWKS?)
+        case misconfigured(ConfigurationError)
+    }
 
-    /// - Throws: ``ConfigurationError`` when `SUPABASE_JWKS` is not a usable key set.
-    public init(configuration: Configuration) throws {
-        let jwks: JWKS?
-        if let json = configuration.jwksJSON {
-            do {
-                jwks = try JWKS(json: json)
-            } catch {
-                throw ConfigurationError(variable: "SUPABASE_JWKS", reason: "is not a valid JWKS document")
-            }
-        } else {
-            jwks = nil
-        }
-        verifier = CaregiverTokenVerifier(
-            hs256Secret: configuration.jwtSecret.map { Array($0.utf8) }, jwks: jwks,
-            audience: configuration.jwtAudience, issuer: configuration.jwtIssuer)
+    private let configuration: Configuration
+    private var state = State.unloaded
+
+    /// Reads nothing yet: the key sets are loaded by the first ``authenticate(_:context:)``, which can log.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
     }
 
     /// Verifies the request's bearer token.
     /// - Parameters:
     ///   - request: the request; only its `Authorization` header is read.
-    ///   - context: for the clock, the log, and the database (patient sessions are looked up there).
-    /// - Throws: ``Problem`` 401; ``PostgresError`` when a patient session cannot be looked up.
+    ///   - context: for the clock, the log, and the database (patient sessions and the shared JWKS are there).
+    /// - Throws: ``Problem`` 401; ``PostgresError`` when a patient session or the shared JWKS cannot be read;
+    ///   ``ConfigurationError`` when no way to verify caregiver tokens is configured.
     public func authenticate(_ request: FunctionRequest, context: InvocationContext) throws -> Principal {
         guard let token = Self.bearerToken(request.header("authorization")) else {
             context.logger.info("request rejected", metadata: ["auth.reason": "missingBearer"])
@@ -37,13 +35,69 @@ public final class Authenticator {
         if token.hasPrefix(PatientSessionToken.prefix) {
             return try authenticatePatient(token, context: context)
         }
+        let (verifier, remote) = try load(logger: context.logger)
         do {
-            let identity = try verifier.verify(token, now: context.now)
+            let fetched = try remoteKeys(for: token, remote: remote, verifier: verifier, context: context)
+            let identity = try verifier.verify(token, now: context.now, fetchedKeys: fetched)
             return .caregiver(id: identity.userID)
-        } catch {
-            context.logger.info("request rejected", metadata: ["auth.reason": .string(error.reason.rawValue)])
+        } catch let rejection as TokenRejection {
+            context.logger.info("request rejected", metadata: ["auth.reason": .string(rejection.reason.rawValue)])
+            throw Problem.unauthorized()
+        } catch let unavailable as RemoteJWKSUnavailable {
+            var metadata: Logger.Metadata = [
+                "auth.reason": .string(unavailable.reason), "config.variable": "SUPABASE_JWKS_URL",
+            ]
+            if let age = unavailable.age { metadata["jwks.age_s"] = .stringConvertible(Int(age)) }
+            context.logger.error("request rejected: no trusted signing keys", metadata: metadata)
             throw Problem.unauthorized()
         }
+    }
+
+    /// The `SUPABASE_JWKS_URL` set for a token that names a key by `kid` and an asymmetric `alg`, when the inline set
+    /// does not have that key; `nil` when the token needs no fetched key (HS256 tokens never cause a fetch).
+    private func remoteKeys(
+        for token: String, remote: RemoteJWKS?, verifier: CaregiverTokenVerifier, context: InvocationContext
+    ) throws -> JWKS? {
+        guard let remote else { return nil }
+        let header = try CaregiverTokenVerifier.header(of: token)
+        guard header.asymmetricAlgorithm != nil, let keyID = header.keyID, !verifier.hasConfiguredKey(id: keyID)
+        else { return nil }
+        return try remote.keys(for: keyID, database: context.database, now: context.now, logger: context.logger)
+    }
+
+    /// Builds the verifier once per process. A `SUPABASE_JWKS` that is not a key set at all is logged as an error
+    /// and left out when another way to verify tokens is configured (the secret, the URL), so that HS256 tokens
+    /// still verify; with nothing else configured it is a configuration error (500), as a missing secret is.
+    private func load(logger: Logger) throws(ConfigurationError) -> (CaregiverTokenVerifier, RemoteJWKS?) {
+        if case .unloaded = state { state = makeState(logger: logger) }
+        switch state {
+        case .ready(let verifier, let remote): return (verifier, remote)
+        case .misconfigured(let error): throw error
+        case .unloaded: throw ConfigurationError(variable: "SUPABASE_JWKS", reason: "could not be loaded")
+        }
+    }
+
+    private func makeState(logger: Logger) -> State {
+        var jwks: JWKS?
+        if let json = configuration.jwksJSON {
+            do {
+                let parsed = try JWKS(json: json)
+                parsed.logSkippedKeys(logger, source: "SUPABASE_JWKS")
+                jwks = parsed
+            } catch {
+                let error = ConfigurationError(variable: "SUPABASE_JWKS", reason: "is not a JWKS document")
+                guard configuration.jwtSecret != nil || configuration.jwksURL != nil else {
+                    return .misconfigured(error)
+                }
+                logger.error(
+                    "function is misconfigured; verifying with the other configured keys",
+                    metadata: ["config.variable": "SUPABASE_JWKS", "config.reason": .string(error.reason)])
+            }
+        }
+        let verifier = CaregiverTokenVerifier(
+            hs256Secret: configuration.jwtSecret.map { Array($0.utf8) }, jwks: jwks,
+            audience: configuration.jwtAudience, issuer: configuration.jwtIssuer)
+        return .ready(verifier, configuration.jwksURL.map { RemoteJWKS(url: $0, trust: configuration.trustStore) })
     }
 
     private func authenticatePatient(_ text: String, context: InvocationContext) throws -> Principal {

@@ -3,7 +3,7 @@ import Foundation
 /// Verifies Supabase Auth access tokens (JWS compact serialisation) and extracts the caregiver's identity.
 ///
 /// The algorithm comes from the key, never from the token: a header `kid` that names a ``JWKS`` key selects it
-/// (RS256 or ES256); otherwise an HS256 token is checked against the HS256 secret — with or without a `kid`, as
+/// (RS256, ES256 or EdDSA) — from the configured set first, then from the set fetched for this token; otherwise an HS256 token is checked against the HS256 secret — with or without a `kid`, as
 /// Supabase Auth itself does (supabase/auth#2072: legacy-secret tokens may carry a `kid` of their own) — and any
 /// other token is refused as `unknownKey`. The header's `alg` must then equal that key's algorithm exactly,
 /// so neither `none` nor an HS256 token "signed" with a public key's bytes can pass. Checks run cheapest
@@ -37,7 +37,8 @@ public final class CaregiverTokenVerifier {
     /// - Parameters:
     ///   - hs256Secret: the bytes of `SUPABASE_JWT_SECRET` (its UTF-8, as Supabase uses it), or `nil`. An empty
     ///     secret counts as none: it would let anyone mint tokens.
-    ///   - jwks: the parsed `SUPABASE_JWKS`, or `nil`.
+    ///   - jwks: the parsed `SUPABASE_JWKS`, or `nil` (the `SUPABASE_JWKS_URL` set is given per token, see
+    ///     ``verify(_:now:fetchedKeys:)``).
     ///   - audience: the value `aud` must be or contain.
     ///   - issuer: when set, `iss` must equal it exactly.
     public init(hs256Secret: [UInt8]?, jwks: JWKS?, audience: String = "authenticated", issuer: String?) {
@@ -47,20 +48,54 @@ public final class CaregiverTokenVerifier {
         self.issuer = issuer
     }
 
+    /// Whether the configured (`SUPABASE_JWKS`) set has a key with this `kid`.
+    public func hasConfiguredKey(id: String) -> Bool {
+        jwks?.key(id: id) != nil
+    }
+
     /// Verifies `token` and returns whose it is.
     /// - Parameters:
     ///   - token: the text after `Bearer `.
     ///   - now: the current time (injected for tests).
+    ///   - fetchedKeys: the `SUPABASE_JWKS_URL` key set, when the token names a key the configured set lacks.
     /// - Throws: ``TokenRejection`` naming the first rule the token broke.
-    public func verify(_ token: String, now: Date) throws(TokenRejection) -> CaregiverIdentity {
+    public func verify(_ token: String, now: Date, fetchedKeys: JWKS? = nil) throws(TokenRejection)
+        -> CaregiverIdentity
+    {
         let segments = try Self.segments(of: token)
         let header = try Self.parseObject(segments.header, maxDepth: 8)
-        let key = try selectKey(header: header)
+        let key = try selectKey(header: header, fetchedKeys: fetchedKeys)
         guard signatureIsValid(segments.signature, signingInput: segments.signingInput, key: key) else {
             throw TokenRejection(.badSignature)
         }
         let claims = try Self.parseObject(segments.payload, maxDepth: 32)
         return try checkClaims(claims, now: now)
+    }
+
+    /// What a token's header asks for, read with the same checks as ``verify(_:now:fetchedKeys:)`` up to the
+    /// header (length, alphabet, structure, base64url, strict JSON) and nothing more: whether a key set must be
+    /// fetched is decided from it before the signature is checked.
+    public struct Header: Sendable, Equatable {
+        /// The header's `alg`, as written.
+        public let algorithm: String
+        /// The header's `kid`, when it has one.
+        public let keyID: String?
+
+        /// The asymmetric algorithm the header names (RS256, ES256, EdDSA); `nil` for HS256, `none` and the rest.
+        public var asymmetricAlgorithm: JWTAlgorithm? {
+            guard let algorithm = JWTAlgorithm(rawValue: algorithm), algorithm != .hs256 else { return nil }
+            return algorithm
+        }
+    }
+
+    /// Reads `token`'s header.
+    /// - Throws: ``TokenRejection`` for a token refused before its header could be read.
+    public static func header(of token: String) throws(TokenRejection) -> Header {
+        let header = try parseObject(segments(of: token).header, maxDepth: 8)
+        guard let algorithm = header["alg"]?.stringValue else { throw TokenRejection(.malformed) }
+        guard let keyID = header["kid"] else { return Header(algorithm: algorithm, keyID: nil) }
+        guard let text = keyID.stringValue else { throw TokenRejection(.malformed) }
+        return Header(algorithm: algorithm, keyID: text)
     }
 
     private struct Segments {
@@ -108,7 +143,7 @@ public final class CaregiverTokenVerifier {
     }
 
     /// `alg`, `crit`, then the key named by `kid` (or the secret), whose algorithm `alg` must equal.
-    private func selectKey(header: JSONValue) throws(TokenRejection) -> VerificationKey {
+    private func selectKey(header: JSONValue, fetchedKeys: JWKS?) throws(TokenRejection) -> VerificationKey {
         guard let algorithm = header["alg"]?.stringValue else { throw TokenRejection(.malformed) }
         guard algorithm.lowercased() != "none" else { throw TokenRejection(.algorithmNone) }
         // No extension is understood, so any `crit` (RFC 7515 §4.1.11) means the token must be refused.
@@ -121,7 +156,7 @@ public final class CaregiverTokenVerifier {
         } else {
             keyID = nil
         }
-        if let keyID, let jwk = jwks?.key(id: keyID) {
+        if let keyID, let jwk = jwks?.key(id: keyID) ?? fetchedKeys?.key(id: keyID) {
             key = .jwk(jwk)
         } else if let hs256Secret, algorithm == JWTAlgorithm.hs256.rawValue {
             key = .secret(hs256Secret)

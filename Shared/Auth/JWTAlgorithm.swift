@@ -7,4 +7,6 @@ public enum JWTAlgorithm: String, Sendable {
     case rs256 = "RS256"
     /// ECDSA on P-256 with SHA-256, signature as 64 bytes R‖S.
     case es256 = "ES256"
+    /// EdDSA (RFC 8037) with an Ed25519 key; the only curve accepted under this name.
+    case edDSA = "EdDSA"
 }

@@ -8,6 +8,8 @@ public enum JWTSigningKey {
     case rsa(PrivateKey, kid: String?)
     /// ES256 with a P-256 private key; `kid` goes into the header when given.
     case ec(PrivateKey, kid: String?)
+    /// EdDSA with an Ed25519 private key; `kid` goes into the header when given.
+    case ed25519(PrivateKey, kid: String?)
 
     /// The JWS algorithm this key signs with.
     public var algorithm: JWTAlgorithm {
@@ -15,13 +17,14 @@ public enum JWTSigningKey {
         case .hmac: .hs256
         case .rsa: .rs256
         case .ec: .es256
+        case .ed25519: .edDSA
         }
     }
 
     var keyID: String? {
         switch self {
         case .hmac: nil
-        case .rsa(_, let kid), .ec(_, let kid): kid
+        case .rsa(_, let kid), .ec(_, let kid), .ed25519(_, let kid): kid
         }
     }
 }
@@ -74,6 +77,8 @@ public enum JWTSigner {
             return try privateKey.sign(message: message, algorithm: .rs256)
         case .ec(let privateKey, _):
             return try privateKey.sign(message: message, algorithm: .es256)
+        case .ed25519(let privateKey, _):
+            return try privateKey.sign(message: message, algorithm: .edDSA)
         }
     }
 

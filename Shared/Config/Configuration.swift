@@ -16,6 +16,9 @@ public struct Configuration: Sendable {
     public var jwtSecret: String?
     /// `SUPABASE_JWKS`, with a `@/path` reference already read.
     public var jwksJSON: String?
+    /// `SUPABASE_JWKS_URL`: where the project publishes its signing keys; `https://`, or `http://` on a loopback host
+    /// (a local emulator).
+    public var jwksURL: String?
     public var jwtAudience: String
     public var jwtIssuer: String?
     public var pushEnvironment: PushEnvironment?
@@ -77,6 +80,14 @@ public struct Configuration: Sendable {
             }
         } else {
             jwksJSON = nil
+        }
+        jwksURL = value("SUPABASE_JWKS_URL")
+        if let url = jwksURL, !Self.isAcceptableJWKSURL(url) {
+            jwksURL = nil
+            errors.append(
+                ConfigurationError(
+                    variable: "SUPABASE_JWKS_URL",
+                    reason: "must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1])"))
         }
         if let raw = value("PUSH_ENVIRONMENT") {
             pushEnvironment = PushEnvironment(rawValue: raw)
@@ -143,15 +154,29 @@ public struct Configuration: Sendable {
         guard databaseURL != nil else {
             throw ConfigurationError(variable: "DATABASE_URL", reason: "is not set")
         }
-        guard jwtSecret != nil || jwksJSON != nil else {
+        guard jwtSecret != nil || jwksJSON != nil || jwksURL != nil else {
             if let keyError = errors.first(where: {
-                $0.variable.hasPrefix("SUPABASE_JWT") || $0.variable == "SUPABASE_JWKS"
+                $0.variable.hasPrefix("SUPABASE_JWT") || $0.variable.hasPrefix("SUPABASE_JWKS")
             }) {
                 throw keyError
             }
             throw ConfigurationError(
                 variable: "SUPABASE_JWT_SECRET",
-                reason: "is not set (nor SUPABASE_JWKS): caregiver tokens cannot be verified")
+                reason: "is not set (nor SUPABASE_JWKS, nor SUPABASE_JWKS_URL): caregiver tokens cannot be verified")
+        }
+    }
+
+    /// Whether `text` may be fetched for signing keys: an absolute `https://` URL with a host; `http://` only for a
+    /// loopback host, where nothing crosses a network (local development against an emulator).
+    static func isAcceptableJWKSURL(_ text: String) -> Bool {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased(), !host.isEmpty, components.user == nil,
+            components.password == nil
+        else { return false }
+        switch scheme {
+        case "https": return true
+        case "http": return ["127.0.0.1", "localhost", "[::1]", "::1"].contains(host)
+        default: return false
         }
     }
 }

@@ -54,6 +54,35 @@ extension EVPKey {
         return try publicKey(der: p256PublicKeyInfoPrefix + [0x04] + x + y)
     }
 
+    /// An Ed25519 public key from its 32 raw bytes (RFC 8037 §2, the JWK's `x`).
+    /// - Throws: ``CryptoError`` `invalidKey` for another length or bytes OpenSSL does not accept.
+    static func ed25519PublicKey(raw: [UInt8]) throws -> EVPKey {
+        guard raw.count == ed25519KeyLength else { throw CryptoError(.invalidKey, operation: "Ed25519 key") }
+        let key = raw.withUnsafeBufferPointer { buffer in
+            EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, buffer.baseAddress, buffer.count)
+        }
+        guard let key else { throw CryptoError.openSSL("EVP_PKEY_new_raw_public_key", code: .invalidKey) }
+        return EVPKey(taking: key)
+    }
+
+    /// The length of an Ed25519 public key and of each half of its signature.
+    static let ed25519KeyLength = 32
+
+    /// The raw public key bytes (for Ed25519, the JWK's `x`).
+    func rawPublicKey() throws -> [UInt8] {
+        var length = 0
+        try withHandle { try requireOne(EVP_PKEY_get_raw_public_key($0, nil, &length), "EVP_PKEY_get_raw_public_key") }
+        var bytes = [UInt8](repeating: 0, count: length)
+        let result = bytes.withUnsafeMutableBufferPointer { buffer in
+            withHandle { EVP_PKEY_get_raw_public_key($0, buffer.baseAddress, &length) }
+        }
+        try requireOne(result, "EVP_PKEY_get_raw_public_key")
+        guard length <= bytes.count else {
+            throw CryptoError(.libraryFailure, operation: "EVP_PKEY_get_raw_public_key")
+        }
+        return Array(bytes[..<length])
+    }
+
     /// A public key from DER `SubjectPublicKeyInfo`; the whole input must be one structure.
     /// - Throws: ``CryptoError`` `invalidKey` when OpenSSL cannot decode it.
     static func publicKey(der: [UInt8]) throws -> EVPKey {
@@ -107,6 +136,19 @@ extension EVPKey {
         return EVPKey(taking: key)
     }
 
+    /// A fresh Ed25519 key pair (through a key-generation context: `EVP_PKEY_Q_keygen` is variadic).
+    /// - Throws: ``CryptoError`` when OpenSSL fails.
+    static func generateEd25519() throws -> EVPKey {
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, StaticCString.ed25519, nil) else {
+            throw CryptoError.openSSL("EVP_PKEY_CTX_new_from_name")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        try requireOne(EVP_PKEY_keygen_init(context), "EVP_PKEY_keygen_init")
+        var key: OpaquePointer?
+        guard EVP_PKEY_generate(context, &key) == 1, let key else { throw CryptoError.openSSL("EVP_PKEY_generate") }
+        return EVPKey(taking: key)
+    }
+
     /// The private key as unencrypted PKCS#8 PEM (`BEGIN PRIVATE KEY`).
     func privateKeyPEM() throws -> String {
         let stream = try MemoryBIO()
@@ -148,6 +190,7 @@ extension EVPKey {
 private enum StaticCString {
     static var rsa: UnsafePointer<CChar> { pointer(to: "RSA") }
     static var p256: UnsafePointer<CChar> { pointer(to: "P-256") }
+    static var ed25519: UnsafePointer<CChar> { pointer(to: "ED25519") }
     static var rsaModulus: UnsafePointer<CChar> { pointer(to: "n") }  // OSSL_PKEY_PARAM_RSA_N
     static var rsaExponent: UnsafePointer<CChar> { pointer(to: "e") }  // OSSL_PKEY_PARAM_RSA_E
 

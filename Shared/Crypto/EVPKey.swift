@@ -6,12 +6,24 @@ public enum KeyKind: Sendable, Equatable {
     case rsa
     /// ECDSA on NIST P-256, used with ES256.
     case ecP256
+    /// Ed25519 (RFC 8037), used with EdDSA.
+    case ed25519
 
     /// The JWS algorithm a key of this kind is used with; a key never serves two algorithms.
     public var signingAlgorithm: JWTAlgorithm {
         switch self {
         case .rsa: .rs256
         case .ecP256: .es256
+        case .ed25519: .edDSA
+        }
+    }
+
+    /// The digest OpenSSL's `EVP_Digest{Sign,Verify}Init_ex` is given: SHA-256, or none for Ed25519, which
+    /// hashes the message itself (PureEdDSA) and must be used one-shot.
+    var digestName: String? {
+        switch self {
+        case .rsa, .ecP256: "SHA256"
+        case .ed25519: nil
         }
     }
 }
@@ -37,7 +49,7 @@ final class EVPKey {
     }
 
     /// What kind of key this is.
-    /// - Throws: ``CryptoError`` `unsupportedKey` for anything but RSA and P-256 (RSA-PSS, Ed25519, P-384…),
+    /// - Throws: ``CryptoError`` `unsupportedKey` for anything but RSA, P-256 and Ed25519 (RSA-PSS, Ed448, P-384…),
     ///   `weakKey` for an RSA modulus outside ``RSAKeyPolicy``.
     func kind() throws -> KeyKind {
         if EVP_PKEY_is_a(handle, "RSA") == 1 {
@@ -52,6 +64,9 @@ final class EVPKey {
                 throw CryptoError(.unsupportedKey, operation: "EVP_PKEY_get_group_name")
             }
             return .ecP256
+        }
+        if EVP_PKEY_is_a(handle, "ED25519") == 1 {
+            return .ed25519
         }
         OpenSSLErrorQueue.clear()
         throw CryptoError(.unsupportedKey, operation: "EVP_PKEY_is_a")
@@ -91,13 +106,15 @@ final class EVPKey {
         try requireOne(EVP_PKEY_public_check(context), "EVP_PKEY_public_check", code: .invalidKey)
     }
 
-    /// Signs `message` with SHA-256 and the key's scheme: PKCS#1 v1.5 for RSA, DER-encoded ECDSA for EC.
+    /// Signs `message` with the key's scheme: SHA-256 and PKCS#1 v1.5 for RSA, SHA-256 and DER-encoded ECDSA for
+    /// EC, Ed25519 (64 bytes) for Ed25519.
     /// - Throws: ``CryptoError`` when OpenSSL fails (e.g. the key has no private part).
     func digestSign(_ message: [UInt8]) throws -> [UInt8] {
+        let digest = try kind().digestName
         guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(context) }
         try requireOne(
-            EVP_DigestSignInit_ex(context, nil, "SHA256", nil, nil, handle, nil), "EVP_DigestSignInit_ex")
+            EVP_DigestSignInit_ex(context, nil, digest, nil, nil, handle, nil), "EVP_DigestSignInit_ex")
         var length = 0
         let sized = message.withUnsafeBufferPointer { input in
             EVP_DigestSign(context, nil, &length, input.baseAddress, input.count)
@@ -114,15 +131,16 @@ final class EVPKey {
         return Array(signature[..<length])
     }
 
-    /// Whether `signature` (DER for EC) is a valid SHA-256 signature of `message` under this key.
+    /// Whether `signature` (DER for EC) is a valid signature of `message` under this key: SHA-256 for RSA and EC,
+    /// Ed25519 for Ed25519 (`kind` says which; a NULL digest lets OpenSSL use the key's own scheme).
     /// Any failure, including a malformed signature, is `false`; OpenSSL's error queue is left empty.
-    func digestVerify(signature: [UInt8], message: [UInt8]) -> Bool {
+    func digestVerify(signature: [UInt8], message: [UInt8], kind: KeyKind) -> Bool {
         guard let context = EVP_MD_CTX_new() else {
             OpenSSLErrorQueue.clear()
             return false
         }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit_ex(context, nil, "SHA256", nil, nil, handle, nil) == 1 else {
+        guard EVP_DigestVerifyInit_ex(context, nil, kind.digestName, nil, nil, handle, nil) == 1 else {
             OpenSSLErrorQueue.clear()
             return false
         }

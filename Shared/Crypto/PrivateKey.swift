@@ -1,10 +1,10 @@
-/// A private key (RSA 2048–8192 bits, or P-256) that signs RS256 or ES256.
+/// A private key (RSA 2048–8192 bits, P-256, or Ed25519) that signs RS256, ES256 or EdDSA.
 ///
 /// Used for the Google service-account assertion (RS256), the dev tool's caregiver tokens and tests.
 /// Not `Sendable`: it owns an OpenSSL handle.
 public final class PrivateKey {
     let key: EVPKey
-    /// RSA or P-256.
+    /// RSA, P-256 or Ed25519.
     public let kind: KeyKind
 
     private init(key: EVPKey) throws {
@@ -34,6 +34,12 @@ public final class PrivateKey {
         try PrivateKey(key: EVPKey.generateP256())
     }
 
+    /// Generates a fresh Ed25519 key.
+    /// - Throws: ``CryptoError`` on an OpenSSL failure.
+    public static func generateEd25519() throws -> PrivateKey {
+        try PrivateKey(key: EVPKey.generateEd25519())
+    }
+
     /// The key as unencrypted PKCS#8 PEM (`BEGIN PRIVATE KEY`). This is secret material: never log it.
     public func pemPKCS8() throws -> String {
         try key.privateKeyPEM()
@@ -58,7 +64,8 @@ public final class PrivateKey {
     /// - Parameters:
     ///   - message: the signing input (for a JWT, the ASCII bytes of `header.payload`).
     ///   - algorithm: must be this key's ``KeyKind/signingAlgorithm``.
-    /// - Returns: RS256: the PKCS#1 v1.5 signature (modulus length); ES256: 64 bytes R‖S (not DER).
+    /// - Returns: RS256: the PKCS#1 v1.5 signature (modulus length); ES256: 64 bytes R‖S (not DER); EdDSA: the
+    ///   64-byte Ed25519 signature.
     /// - Throws: ``CryptoError`` `algorithmMismatch` for another algorithm, or an OpenSSL failure.
     public func sign(message: [UInt8], algorithm: JWTAlgorithm) throws -> [UInt8] {
         guard algorithm == kind.signingAlgorithm else {
@@ -66,7 +73,7 @@ public final class PrivateKey {
         }
         let signature = try key.digestSign(message)
         switch kind {
-        case .rsa: return signature
+        case .rsa, .ed25519: return signature
         case .ecP256: return try ECDSASignature.raw(fromDER: signature)
         }
     }

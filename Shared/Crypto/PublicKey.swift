@@ -1,10 +1,10 @@
-/// A public key (RSA 2048–8192 bits, or P-256) that verifies RS256 or ES256 signatures.
+/// A public key (RSA 2048–8192 bits, P-256, or Ed25519) that verifies RS256, ES256 or EdDSA signatures.
 ///
 /// A key serves exactly one algorithm, ``KeyKind/signingAlgorithm``: the caller says which algorithm it expects
 /// and a mismatch is simply "does not verify". Not `Sendable`: it owns an OpenSSL handle; build one per owner.
 public final class PublicKey {
     let key: EVPKey
-    /// RSA or P-256.
+    /// RSA, P-256 or Ed25519.
     public let kind: KeyKind
 
     /// Wraps an imported key after checking its type, size and OpenSSL's public-key validation.
@@ -15,11 +15,12 @@ public final class PublicKey {
     }
 
     /// Imports a public JWK (RFC 7517/7518): `{"kty":"RSA","n":…,"e":…}` or
-    /// `{"kty":"EC","crv":"P-256","x":…,"y":…}` with strict unpadded base64url values. Other members
+    /// `{"kty":"EC","crv":"P-256","x":…,"y":…}` or `{"kty":"OKP","crv":"Ed25519","x":…}` (RFC 8037) with strict
+    /// unpadded base64url values. Other members
     /// (`kid`, `alg`, `use`) are the caller's business, see ``JWKS``.
     /// - Throws: ``CryptoError`` — `unsupportedKey` for another `kty` or curve; `weakKey` for an RSA modulus under
-    ///   2048 bits; `invalidKey` for missing or badly encoded members, coordinates that are not 32 bytes, or a
-    ///   point that is not on the curve.
+    ///   2048 bits; `invalidKey` for missing or badly encoded members, coordinates (or an Ed25519 key) that are not
+    ///   32 bytes, or a point that is not on the curve.
     public convenience init(jwk: JSONValue) throws {
         guard let type = jwk["kty"]?.stringValue else { throw CryptoError(.invalidKey, operation: "JWK kty") }
         switch type {
@@ -35,6 +36,13 @@ public final class PublicKey {
             let x = try Self.base64URLMember("x", of: jwk)
             let y = try Self.base64URLMember("y", of: jwk)
             try self.init(validating: EVPKey.p256PublicKey(x: x, y: y))
+        case "OKP":
+            guard let curve = jwk["crv"]?.stringValue else {
+                throw CryptoError(.invalidKey, operation: "JWK crv")
+            }
+            guard curve == "Ed25519" else { throw CryptoError(.unsupportedKey, operation: "JWK crv") }
+            let x = try Self.base64URLMember("x", of: jwk)
+            try self.init(validating: EVPKey.ed25519PublicKey(raw: x))
         default:
             throw CryptoError(.unsupportedKey, operation: "JWK kty")
         }
@@ -63,21 +71,26 @@ public final class PublicKey {
     ///
     /// - RS256: RSASSA-PKCS1-v1_5 with SHA-256.
     /// - ES256: the JWS form, exactly 64 bytes R‖S; any other length (notably a DER signature) is `false`.
+    /// - EdDSA: a 64-byte Ed25519 signature (RFC 8037 §3.1).
     /// - An algorithm this key does not serve (HS256, or RS256 on an EC key) is `false`.
     public func verify(signature: [UInt8], message: [UInt8], algorithm: JWTAlgorithm) -> Bool {
         guard algorithm == kind.signingAlgorithm else { return false }
         switch kind {
         case .rsa:
-            return key.digestVerify(signature: signature, message: message)
+            return key.digestVerify(signature: signature, message: message, kind: kind)
         case .ecP256:
             guard signature.count == 2 * ECDSASignature.p256ComponentLength,
                 let der = try? ECDSASignature.der(fromRaw: signature)
             else { return false }
-            return key.digestVerify(signature: der, message: message)
+            return key.digestVerify(signature: der, message: message, kind: kind)
+        case .ed25519:
+            guard signature.count == 2 * EVPKey.ed25519KeyLength else { return false }
+            return key.digestVerify(signature: signature, message: message, kind: kind)
         }
     }
 
-    /// The key as a public JWK: `kty`, `kid`, `alg` (RS256/ES256), `use: sig`, and `n`/`e` or `crv`/`x`/`y`.
+    /// The key as a public JWK: `kty`, `kid`, `alg` (RS256/ES256/EdDSA), `use: sig`, and `n`/`e`, `crv`/`x`/`y`
+    /// or (OKP) `crv`/`x`.
     /// - Parameter kid: the key id to publish it under.
     /// - Throws: ``CryptoError`` when OpenSSL cannot export the parameters.
     public func jwk(kid: String) throws -> JSONValue {
@@ -97,6 +110,10 @@ public final class PublicKey {
             members["crv"] = .string("P-256")
             members["x"] = .string(Base64URL.encode(try key.bigNumberParameter("qx", width: width)))
             members["y"] = .string(Base64URL.encode(try key.bigNumberParameter("qy", width: width)))
+        case .ed25519:
+            members["kty"] = .string("OKP")
+            members["crv"] = .string("Ed25519")
+            members["x"] = .string(Base64URL.encode(try key.rawPublicKey()))
         }
         return .object(members)
     }

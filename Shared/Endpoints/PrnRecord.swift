@@ -13,7 +13,7 @@ public struct PrnRecord: Endpoint {
     public init() {}
 
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
-        let principal = try Authenticator(configuration: context.configuration).authenticate(request, context: context)
+        let principal = try context.authenticator.authenticate(request, context: context)
         let fields = try Self.validate(
             RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
             now: context.now)

@@ -10,7 +10,7 @@ public struct PushRegister: Endpoint {
     public init() {}
 
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
-        let caregiverID = try Authenticator(configuration: context.configuration)
+        let caregiverID = try context.authenticator
             .authenticate(request, context: context).requireCaregiver()
         let registration = try Self.validate(RequestBody(request))
         let result = try PushDeviceRegistry(connection: context.database.connection())
@@ -21,7 +21,8 @@ public struct PushRegister: Endpoint {
                 "push.device": .string(result.deviceID.uuidString.lowercased()),
                 "push.token_hash": .string(SHA256.hexPrefix(of: registration.token)),
                 "push.environment": .string(registration.environment.rawValue),
-                "push.replaced": .stringConvertible(result.replaced), "push.reassigned": .stringConvertible(result.reassigned),
+                "push.replaced": .stringConvertible(result.replaced),
+                "push.reassigned": .stringConvertible(result.reassigned),
             ])
         return EndpointResponse(body: OKBody())
     }

@@ -11,14 +11,16 @@ public struct PushUnregister: Endpoint {
     public init() {}
 
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
-        let caregiverID = try Authenticator(configuration: context.configuration)
+        let caregiverID = try context.authenticator
             .authenticate(request, context: context).requireCaregiver()
         let token = try Self.validate(RequestBody(request))
         let disabled = try PushDeviceRegistry(connection: context.database.connection())
             .unregister(token: token, caregiverID: caregiverID)
         context.logger.info(
             "push device unregistered",
-            metadata: ["push.token_hash": .string(SHA256.hexPrefix(of: token)), "push.disabled": .stringConvertible(disabled)])
+            metadata: [
+                "push.token_hash": .string(SHA256.hexPrefix(of: token)), "push.disabled": .stringConvertible(disabled),
+            ])
         return EndpointResponse(body: OKBody())
     }
 

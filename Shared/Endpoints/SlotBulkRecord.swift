@@ -14,7 +14,7 @@ public struct SlotBulkRecord: Endpoint {
     public init() {}
 
     public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
-        let principal = try Authenticator(configuration: context.configuration).authenticate(request, context: context)
+        let principal = try context.authenticator.authenticate(request, context: context)
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
 

@@ -70,6 +70,8 @@ public final class InvocationContext {
     public let database: DatabaseSession
     /// The process's FCM credentials and access token, loaded on first use.
     public let push: PushResources
+    /// The process's caregiver-token keys (`SUPABASE_JWKS` parsed once, the `SUPABASE_JWKS_URL` copy kept).
+    public let authenticator: Authenticator
     public let requestID: String
     /// The invocation's "now", fixed at its start so that every check of one request agrees.
     public let now: Date
@@ -81,13 +83,14 @@ public final class InvocationContext {
 
     public init(
         configuration: Configuration, logger: Logger, database: DatabaseSession, push: PushResources,
-        requestID: String, now: Date, deadline: ContinuousClock.Instant? = nil,
+        authenticator: Authenticator? = nil, requestID: String, now: Date, deadline: ContinuousClock.Instant? = nil,
         metrics: InvocationMetrics = InvocationMetrics()
     ) {
         self.configuration = configuration
         self.logger = logger
         self.database = database
         self.push = push
+        self.authenticator = authenticator ?? Authenticator(configuration: configuration)
         self.requestID = requestID
         self.now = now
         self.deadline = deadline

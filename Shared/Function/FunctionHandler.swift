@@ -11,11 +11,14 @@ public struct FunctionHandler<E: Endpoint> {
     public let endpoint: E
     public let configuration: Configuration
     public let logger: Logger
+    /// The handler lives as long as its process, so its authenticator's key sets serve every warm invocation.
+    public let authenticator: Authenticator
 
     public init(endpoint: E, configuration: Configuration, logger: Logger) {
         self.endpoint = endpoint
         self.configuration = configuration
         self.logger = logger
+        self.authenticator = Authenticator(configuration: configuration)
     }
 
     /// The outcome of one invocation: the response to write, then the work to run once it is written.
@@ -51,8 +54,8 @@ public struct FunctionHandler<E: Endpoint> {
         var log = logger
         log[metadataKey: "requestId"] = .string(requestID)
         let context = InvocationContext(
-            configuration: configuration, logger: log, database: database, push: push, requestID: requestID, now: now,
-            deadline: deadline, metrics: metrics)
+            configuration: configuration, logger: log, database: database, push: push, authenticator: authenticator,
+            requestID: requestID, now: now, deadline: deadline, metrics: metrics)
         do {
             let request = try makeRequest(event, requestID: requestID)
             try configuration.requireFunctionBasics()

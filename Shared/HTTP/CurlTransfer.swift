@@ -61,18 +61,21 @@ final class CurlTransfer {
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
         try configureTrust(request.trust)
         try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
-        switch request.method {
-        case "POST":
+        if request.method == "GET" {
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1))
+        } else if request.method != "POST" && request.body.isEmpty {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+        } else {
+            // POST, and PUT or any other method with a body (a CloudFormation response URL): the body goes as-is.
             try check(ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, request.body.count))
             // libcurl copies the body, so nothing here has to outlive this call.
             let copied = request.body.withUnsafeBufferPointer { buffer in
                 ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
             }
             try check(copied)
-        case "GET":
-            try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1))
-        default:
-            try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+            if request.method != "POST" {
+                try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+            }
         }
         // "Expect: 100-continue" would cost a round trip on every POST.
         for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {

@@ -58,31 +58,58 @@ struct ConfigurationTests {
                         "role": .string("authenticated"), "exp": .number(now + 600),
                     ],
                     using: key)
-                let request = json(["token": .string(deviceToken), "platform": .string("ios"), "environment": .string("DEV")])
-                let result = invoke(PushRegister(), event: makeEvent(bearer: token, body: request), environment: environment)
+                let request = json([
+                    "token": .string(deviceToken), "platform": .string("ios"), "environment": .string("DEV"),
+                ])
+                let result = invoke(
+                    PushRegister(), event: makeEvent(bearer: token, body: request), environment: environment)
                 #expect(result.status == 200)
                 #expect(try TestDatabase.with { try Seed.devices($0, token: deviceToken) }.first?.ownerID == caregiver)
             }
             // With only a JWKS configured, an HS256 token has no key to be checked against.
             let hs256 = invoke(
-                PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body), environment: environment)
+                PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body),
+                environment: environment)
             #expect(hs256.status == 401)
         }
     }
 
-    @Test("an invalid SUPABASE_JWKS is a 500 naming it, never a crash")
+    @Test("a SUPABASE_JWKS that is no key set is logged; HS256 tokens still verify; alone it is a 500 naming it")
     func invalidJWKS() throws {
-        let result = invoke(
+        let beside = invoke(
             PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body),
             environment: testEnvironment(["SUPABASE_JWKS": "{\"keys\": 5}"]))
-        #expect(result.status == 500)
-        #expect(result.log.contains("\"config.variable\":\"SUPABASE_JWKS\""))
+        #expect(beside.status == 200)
+        #expect(beside.log.contains("\"config.variable\":\"SUPABASE_JWKS\""))
+        let alone = invoke(
+            PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body),
+            environment: testEnvironment(["SUPABASE_JWKS": "{\"keys\": 5}", "SUPABASE_JWT_SECRET": nil]))
+        #expect(alone.status == 500)
+        #expect(alone.log.contains("\"config.variable\":\"SUPABASE_JWKS\""))
+    }
+
+    @Test(
+        "SUPABASE_JWKS_URL must be https (http only on loopback); a bad one is an error naming it",
+        arguments: [
+            ("https://abcdefgh.supabase.co/auth/v1/.well-known/jwks.json", true),
+            ("http://127.0.0.1:3000/auth/v1/.well-known/jwks.json", true),
+            ("http://localhost/jwks.json", true), ("http://[::1]:8080/jwks.json", true),
+            ("http://abcdefgh.supabase.co/auth/v1/.well-known/jwks.json", false),
+            ("http://127.0.0.1.example.com/jwks.json", false), ("ftp://127.0.0.1/jwks.json", false),
+            ("https://user:pass@example.com/jwks.json", false), ("not a url", false),
+        ])
+    func jwksURL(url: String, accepted: Bool) {
+        let configuration = Configuration(environment: ["SUPABASE_JWKS_URL": url])
+        #expect((configuration.jwksURL == url) == accepted)
+        #expect(configuration.errors.contains { $0.variable == "SUPABASE_JWKS_URL" } == !accepted)
+        #expect(!configuration.errors.contains { $0.description.contains(url) })
     }
 
     @Test("SUPABASE_JWT_ISSUER, when set, must equal the token's iss")
     func issuer() throws {
         let environment = testEnvironment(["SUPABASE_JWT_ISSUER": "https://project.supabase.co/auth/v1"])
-        let result = invoke(PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body), environment: environment)
+        let result = invoke(
+            PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body), environment: environment)
         #expect(result.status == 401)
         #expect(result.log.contains("\"auth.reason\":\"wrongIssuer\""))
     }

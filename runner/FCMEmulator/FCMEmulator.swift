@@ -83,6 +83,7 @@ public struct FCMEmulator: Sendable {
             await self.state.reset()
             return Self.json(200, .object(["ok": .bool(true)]))
         }
+        SupabaseJWKSRoutes.add(to: router)
     }
 
     /// Records the address the server listens on: the assertion's `aud` must name its `/token`.

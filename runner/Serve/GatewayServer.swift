@@ -19,6 +19,8 @@ struct GatewayServer: Sendable {
         var maxBody = 1024 * 1024
         var queueTimeout: Duration = .seconds(2)
         var fcmEmulator = false
+        /// `runner dev`: the functions fetch the demo's JWKS from the emulator's TLS port (`SUPABASE_JWKS_URL`).
+        var demoJWKS = false
         var debugHeaders = false
         var limits = HTTPLimits()
         var schedules = Scheduler.Setting.table
@@ -181,6 +183,7 @@ struct GatewayServer: Sendable {
                 "FCM_API_BASE_URL": base,
                 "SSL_CERT_FILE": emulatorTLS.caFile,
             ]
+            if options.demoJWKS { extra["SUPABASE_JWKS_URL"] = base + SupabaseJWKSRoutes.path }
             logger.info(
                 "fcm emulator listening over TLS + HTTP/2",
                 metadata: ["port": .stringConvertible(emulatorTLSPort), "tls.ca_file": .string(emulatorTLS.caFile)])

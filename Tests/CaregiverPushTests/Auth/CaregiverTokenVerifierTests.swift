@@ -124,6 +124,23 @@ struct CaregiverTokenAlgorithmTests {
         #expect(fixture.rejection(of: token) == .unknownKey)
     }
 
+    @Test("an EdDSA token verifies against an Ed25519 key from the fetched set; its alg must be EdDSA")
+    func edDSAFromFetchedKeys() throws {
+        let key = try PrivateKey.generateEd25519()
+        let fetched = try JWKS(json: TokenFixture.text(.object(["keys": .array([try key.jwk(kid: "ed")])])))
+        let token = try JWTSigner.sign(claims: fixture.claims(), using: .ed25519(key, kid: "ed"))
+        let verifier = fixture.verifier()
+        #expect(try verifier.verify(token, now: fixture.now, fetchedKeys: fetched).userID == fixture.userID)
+        #expect(throws: TokenRejection(.unknownKey)) { try verifier.verify(token, now: fixture.now) }
+        let header = #"{"alg":"ES256","kid":"ed","typ":"JWT"}"#
+        let relabelled = try fixture.handBuilt(
+            header: header, payload: TokenFixture.text(.object(fixture.claims())), using: .ed25519(key, kid: nil))
+        #expect(throws: TokenRejection(.algorithmMismatch)) {
+            try verifier.verify(relabelled, now: fixture.now, fetchedKeys: fetched)
+        }
+        #expect(try CaregiverTokenVerifier.header(of: token) == .init(algorithm: "EdDSA", keyID: "ed"))
+    }
+
     @Test("a token without kid is rejected when no HS256 secret is configured")
     func noSecretConfigured() throws {
         let verifier = CaregiverTokenVerifier(hs256Secret: nil, jwks: fixture.jwks, issuer: nil)

@@ -57,6 +57,27 @@ struct KeyTests {
         #expect(try PublicKey(pem: key.publicKeyPEM()).jwk(kid: "k") == key.jwk(kid: "k"))
     }
 
+    @Test("Ed25519: sign, verify, PEM and JWK round trips; a changed message, a short signature or another alg fail")
+    func ed25519() throws {
+        let key = try PrivateKey.generateEd25519()
+        #expect(key.kind == .ed25519 && key.kind.signingAlgorithm == .edDSA)
+        let signature = try key.sign(message: message, algorithm: .edDSA)
+        #expect(signature.count == 64)
+        let publicKey = try PublicKey(jwk: key.jwk(kid: "k"))
+        #expect(publicKey.verify(signature: signature, message: message, algorithm: .edDSA))
+        #expect(!publicKey.verify(signature: signature, message: message + [0], algorithm: .edDSA))
+        #expect(!publicKey.verify(signature: Array(signature.dropLast()), message: message, algorithm: .edDSA))
+        #expect(!publicKey.verify(signature: signature, message: message, algorithm: .es256))
+        #expect(throws: CryptoError.self) { try key.sign(message: message, algorithm: .es256) }
+        let reloaded = try PrivateKey(pem: key.pemPKCS8())
+        #expect(try reloaded.jwk(kid: "k") == key.jwk(kid: "k"))
+        #expect(try PublicKey(pem: key.publicKeyPEM()).jwk(kid: "k") == key.jwk(kid: "k"))
+        // An `x` that is not 32 bytes does not import.
+        guard case .object(var members) = try key.jwk(kid: "k") else { return }
+        members["x"] = .string(Base64URL.encode([UInt8](repeating: 7, count: 31)))
+        #expect(throws: CryptoError.self) { try PublicKey(jwk: .object(members)) }
+    }
+
     @Test("a traditional BEGIN RSA PRIVATE KEY PEM is accepted")
     func traditionalRSA() throws {
         let key = try PrivateKey(pem: Self.traditionalRSAPEM)
