@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 
 /// One HTTP request as libcurl performs it: owns the `CURL` easy handle, its header list and the buffer the
 /// response is written into. Part of the thin libcurl binding; nothing outside `Shared/HTTP` sees a pointer.
@@ -54,12 +55,22 @@ final class CurlTransfer {
             try check(ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
         }
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        // libcurl's default CA bundle is the build machine's path (Debian's /etc/ssl/certs/ca-certificates.crt);
+        // a Lambda zip built here runs on Amazon Linux, whose bundle is elsewhere: use the first that exists.
+        if request.url.hasPrefix("https://"), let bundle = Self.caBundle {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CAINFO, bundle))
+        }
         switch request.method {
-        case "POST":
+        case "POST", "PUT":
+            // A body: POSTFIELDS sends it, and CUSTOMREQUEST renames the method for a PUT (a pre-signed S3 URL).
+            if request.method == "PUT" {
+                try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, "PUT"))
+            }
             try check(ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, request.body.count))
             // libcurl copies the body, so nothing here has to outlive this call.
             let copied = request.body.withUnsafeBufferPointer { buffer in
-                ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+                ccurl_easy_setopt_pointer(
+                    handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
             }
             try check(copied)
         case "GET":
@@ -68,7 +79,10 @@ final class CurlTransfer {
             try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
         }
         // "Expect: 100-continue" would cost a round trip on every POST.
-        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
+        // "Name;" is libcurl's way to send a header with an empty value ("Name:" would remove it): a pre-signed S3
+        // URL expects `Content-Type:` empty, which stops libcurl's form-encoded default for a body.
+        let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
+        for line in lines + ["Expect:"] {
             guard let appended = curl_slist_append(headerList, line) else { throw HTTPClientError(.setupFailed) }
             headerList = appended
         }
@@ -79,6 +93,16 @@ final class CurlTransfer {
         try check(ccurl_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader))
         try check(ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
     }
+
+    /// The CA bundle for TLS: `SSL_CERT_FILE` when set, else the first of Debian's and Amazon Linux's that exists;
+    /// `nil` leaves libcurl's built-in default.
+    static let caBundle: String? = {
+        let candidates =
+            [ProcessInfo.processInfo.environment["SSL_CERT_FILE"]].compactMap { $0 } + [
+                "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+            ]
+        return candidates.first { !$0.isEmpty && FileManager.default.isReadableFile(atPath: $0) }
+    }()
 
     private func check(_ code: CURLcode) throws(HTTPClientError) {
         guard code == CURLE_OK else { throw HTTPClientError(.setupFailed, curlCode: Int(code.rawValue)) }
@@ -135,7 +159,9 @@ private let curlWriteBody: ccurl_write_callback = { data, size, count, context i
     let sink = Unmanaged<CurlTransfer.Sink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     guard sink.body.count + length <= sink.bodyLimit else { return 0 }
-    data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+    data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+    }
     return length
 }
 
