@@ -3,6 +3,7 @@
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
+DEV_HTTP_PORT ?= 3000
 DEV_DB_URL  := postgresql://postgres@127.0.0.1:$(DEV_PG_PORT)/caregiver_push
 
 ## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
@@ -33,10 +34,10 @@ minroot: deps
 	scripts/minroot.sh
 
 ## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/, migrations, demo data,
-## the runner with the FCM emulator on :3000, and ready-to-paste curl lines. Ctrl-C stops it (the database keeps running;
+## the runner with the FCM emulator on :3000 (DEV_HTTP_PORT), and ready-to-paste curl lines. Ctrl-C stops it (the database keeps running;
 ## `make db-stop` stops it).
 dev: deps build
-	"$$(swift build --show-bin-path)/runner" dev --database-port $(DEV_PG_PORT)
+	"$$(swift build --show-bin-path)/runner" dev --port $(DEV_HTTP_PORT) --database-port $(DEV_PG_PORT)
 
 deps:
 	@scripts/install-deps.sh

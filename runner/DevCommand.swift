@@ -9,7 +9,18 @@ import Logging
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
-        abstract: "Start the local stack: database, migrations, demo data, runner with FCM emulator.")
+        abstract: "Start the local stack: database, migrations, demo data, runner with FCM emulator.",
+        discussion: """
+            Run from the repository root (make dev does). Checks that --port is free before anything else, then \
+            starts PostgreSQL under .data/postgres, migrates, resets the demo household (its records, deliveries \
+            and patient token) and serves the functions.
+
+            Environment: reads none of its own; it sets DATABASE_URL, SUPABASE_JWT_SECRET and PUSH_ENVIRONMENT=DEV \
+            for the functions (and FCM_SERVICE_ACCOUNT_JSON, FCM_API_BASE_URL for the emulator). AWS_REGION, when \
+            set, names the region of the scheduled events. The dev JWT secret lives in .data/dev-jwt-secret \
+            (made on the first start, kept across restarts): SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" \
+            runner token signs more caregiver tokens.
+            """)
 
     @Option(help: "HTTP port.")
     var port: Int = 3000
@@ -28,7 +39,11 @@ struct DevCommand: AsyncParsableCommand {
     static let demoPatient = UUID(uuidString: "22222222-2222-4222-8222-222222222222")!
     static let demoDevice = "demo-device-token-caregiver-phone"
 
-    func run() async throws {
+    func run() async {
+        await reportingErrors { try await start() }
+    }
+
+    private func start() async throws {
         JSONLogHandler.bootstrap()
         var logger = Logger(label: "runner")
         logger[metadataKey: "function"] = "runner"
@@ -37,6 +52,15 @@ struct DevCommand: AsyncParsableCommand {
         try checkPrerequisites()
         let table = try infra.functionTable()
         try infra.checkBuilt(table, in: infra.binaryDirectory(), schedules: schedules)
+        // Before the database is touched: a second `make dev` must not reset the running stack's demo data.
+        if port != 0, LoopbackPort.isInUse(port) == true {
+            throw ValidationError(
+                """
+                port \(port) on 127.0.0.1 is in use (another `make dev` or `runner dev`?). Nothing was started and \
+                the demo data were not touched. Stop the other one (Ctrl-C in its terminal), or pick another port: \
+                `make dev DEV_HTTP_PORT=3001` (runner dev --port 3001).
+                """)
+        }
         let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
         try runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
         let secret = try devSecret()
@@ -44,6 +68,7 @@ struct DevCommand: AsyncParsableCommand {
         setenv("SUPABASE_JWT_SECRET", secret, 1)
         setenv("PUSH_ENVIRONMENT", "DEV", 1)
         let demo = try seed(databaseURL: databaseURL, secret: secret, logger: logger)
+        let runnerPath = Self.displayPath(of: infra.binaryDirectory().appendingPathComponent("runner"))
         // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
         let options = GatewayServer.Options(
             host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, debugHeaders: true, schedules: schedules)
@@ -56,8 +81,15 @@ struct DevCommand: AsyncParsableCommand {
         defer { watching.cancel() }
         try await server.run(grace: .seconds(15)) { boundPort in
             FileHandle.standardOutput.write(
-                Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo).utf8))
+                Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo, runnerPath: runnerPath).utf8))
         }
+    }
+
+    /// `path` relative to the working directory when it is under it (`.build/debug/runner`), else absolute.
+    static func displayPath(of url: URL) -> String {
+        let path = url.standardizedFileURL.path
+        let here = FileManager.default.currentDirectoryPath + "/"
+        return path.hasPrefix(here) ? String(path.dropFirst(here.count)) : path
     }
 
     /// Says what is missing instead of installing it (make dev installs).
@@ -153,8 +185,12 @@ struct DevCommand: AsyncParsableCommand {
             today: TokyoClock.dateString(of: Date()))
     }
 
-    static func banner(port: Int, databaseURL: String, demo: Demo) -> String {
+    static func banner(port: Int, databaseURL: String, demo: Demo, runnerPath: String = ".build/debug/runner")
+        -> String
+    {
         let base = "http://127.0.0.1:\(port)"
+        // The body, then the status code on a line of its own.
+        let curl = "curl -s -w '\\nHTTP %{http_code}\\n'"
         let json = "-H 'content-type: application/json'"
         let caregiver = "-H 'authorization: Bearer \(demo.caregiverToken)'"
         let patient = "-H 'authorization: Bearer \(demo.patientToken)'"
@@ -165,22 +201,27 @@ struct DevCommand: AsyncParsableCommand {
             Database: \(databaseURL) (data in .data/postgres)
             Demo: patient 山田花子 \(demoPatient.uuidString.lowercased()), caregiver \(demoCaregiver.uuidString.lowercased())
                   with phone \(demoDevice) registered for DEV. Edits under Functions/ or Shared/ rebuild the functions.
+            Reset on this start: the demo patient's dose records, the demo phone's deliveries and the patient token
+            (earlier patient tokens no longer work). The JWT secret is kept in .data/dev-jwt-secret.
 
             # A caregiver registers a second phone, and unregisters it again
-            curl -s \(base)/api/push/register \(json) \(caregiver) -d '{"token":"demo-second-phone","platform":"ios","environment":"DEV"}'
-            curl -s \(base)/api/push/unregister \(json) \(caregiver) -d '{"token":"demo-second-phone"}'
+            \(curl) \(base)/api/push/register \(json) \(caregiver) -d '{"token":"demo-second-phone","platform":"ios","environment":"DEV"}'
+            \(curl) \(base)/api/push/unregister \(json) \(caregiver) -d '{"token":"demo-second-phone"}'
 
             # The patient records this morning's dose → the caregiver's phone is pushed
-            curl -s \(base)/api/dose-records \(json) \(patient) -d '{"medicationId":"\(morning)","scheduledAt":"\(demo.today)T08:00:00+09:00"}'
+            \(curl) \(base)/api/dose-records \(json) \(patient) -d '{"medicationId":"\(morning)","scheduledAt":"\(demo.today)T08:00:00+09:00"}'
 
             # The patient records the whole evening slot
-            curl -s \(base)/api/dose-records/slot \(json) \(patient) -d '{"date":"\(demo.today)","slot":"evening"}'
+            \(curl) \(base)/api/dose-records/slot \(json) \(patient) -d '{"date":"\(demo.today)","slot":"evening"}'
 
             # The caregiver records an as-needed dose for the patient (the caregiver is not pushed about its own action)
-            curl -s \(base)/api/prn-dose-records \(json) \(caregiver) -H 'idempotency-key: \(UUID().uuidString.lowercased())' -d '{"patientId":"\(demoPatient.uuidString.lowercased())","medicationId":"\(demo.prn.uuidString.lowercased())","quantity":1}'
+            \(curl) \(base)/api/prn-dose-records \(json) \(caregiver) -H 'idempotency-key: \(UUID().uuidString.lowercased())' -d '{"patientId":"\(demoPatient.uuidString.lowercased())","medicationId":"\(demo.prn.uuidString.lowercased())","quantity":1}'
 
             # What the emulated FCM received
-            curl -s \(base)/_emulator/fcm/messages
+            \(curl) \(base)/_emulator/fcm/messages
+
+            # One function without the HTTP server: an event on stdin through the built executable (like sam local invoke)
+            sed -e 's/${CAREGIVER_TOKEN}/\(demo.caregiverToken)/' -e 's/${DEVICE_TOKEN}/demo-invoke-phone/' -e 's/${INSTALLATION_ID}/demo-invoke/' Tests/Fixtures/push-register/valid.json | DATABASE_URL=\(databaseURL) SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV \(runnerPath) invoke push-register
 
             """
     }

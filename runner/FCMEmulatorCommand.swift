@@ -11,7 +11,8 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         abstract: "Serve a local FCM emulator (OAuth token + messages:send) that records what it receives.",
         discussion: """
             Prints {"event":"listening","port":N,"tokenURL":…} on stdout once bound. Device tokens containing a \
-            marker (UNREGISTERED, INVALID_TOKEN, UNAVAILABLE_ONCE, …) get that FCM error; see FCMErrorScenario.
+            marker (UNREGISTERED, INVALID_TOKEN, UNAVAILABLE_ONCE, …) get that FCM error; see FCMErrorScenario. \
+            Reads no environment variable.
             """)
 
     @Option(help: "The service-account key file whose public half verifies OAuth assertions.")
@@ -26,7 +27,11 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
     @Option(help: "Delay before answering each messages:send, in milliseconds.")
     var delayMs: Int = 0
 
-    func run() async throws {
+    func run() async {
+        await reportingErrors { try await start() }
+    }
+
+    private func start() async throws {
         JSONLogHandler.bootstrap()
         var logger = Logger(label: "fcm-emulator")
         logger[metadataKey: "function"] = "fcm-emulator"

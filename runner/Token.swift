@@ -5,7 +5,11 @@ import Foundation
 /// `runner token`: a caregiver access token signed with `SUPABASE_JWT_SECRET`, for local development only.
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print an HS256 caregiver token signed with SUPABASE_JWT_SECRET (local development only).")
+        abstract: "Print an HS256 caregiver token signed with SUPABASE_JWT_SECRET (local development only).",
+        discussion: """
+            Environment: SUPABASE_JWT_SECRET (at least 32 characters). The `make dev` stack's secret lives in \
+            .data/dev-jwt-secret: SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" runner token
+            """)
 
     @Option(help: "The caregiver's user id (the token's sub); a new one when omitted.")
     var caregiver: String?
@@ -13,7 +17,11 @@ struct Token: ParsableCommand {
     @Option(help: "Lifetime in seconds.")
     var expiresIn: Int = 86_400
 
-    func run() throws {
+    func run() {
+        reportingErrors { try start() }
+    }
+
+    private func start() throws {
         guard let secret = ProcessInfo.processInfo.environment["SUPABASE_JWT_SECRET"], !secret.isEmpty else {
             throw ValidationError("SUPABASE_JWT_SECRET is not set")
         }
