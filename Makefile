@@ -1,8 +1,9 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test soak bench release build deps db-start db-stop migrate format lint clean fuzz
+.PHONY: dev test soak bench release minroot build deps db-start db-stop migrate format lint clean fuzz
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
+DEV_HTTP_PORT ?= 3000
 DEV_DB_URL  := postgresql://postgres@127.0.0.1:$(DEV_PG_PORT)/caregiver_push
 
 ## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
@@ -22,15 +23,21 @@ bench:
 fuzz: deps
 	scripts/fuzz.sh
 
-## make release: static (--static-swift-stdlib) release builds and one Lambda zip per function in dist/lambda/.
+## make release: release builds and one self-contained Lambda zip per function in dist/lambda/ (bootstrap, the
+## libraries it needs beyond glibc in lib/, run path $$ORIGIN/lib; nothing needs glibc above 2.34). docs/deploy.md.
 release: deps
 	scripts/release.sh
 
+## make minroot: the minimal Debian root (debootstrap minbase, under .build/minroot) in which make test runs each
+## unzipped bootstrap; built once (about a minute with a fast mirror), then reused. make test builds it when missing.
+minroot: deps
+	scripts/minroot.sh
+
 ## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/, migrations, demo data,
-## the runner with the FCM emulator on :3000, and ready-to-paste curl lines. Ctrl-C stops it (the database keeps running;
+## the runner with the FCM emulator on :3000 (DEV_HTTP_PORT), and ready-to-paste curl lines. Ctrl-C stops it (the database keeps running;
 ## `make db-stop` stops it).
 dev: deps build
-	"$$(swift build --show-bin-path)/runner" dev --database-port $(DEV_PG_PORT)
+	"$$(swift build --show-bin-path)/runner" dev --port $(DEV_HTTP_PORT) --database-port $(DEV_PG_PORT)
 
 deps:
 	@scripts/install-deps.sh

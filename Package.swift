@@ -15,6 +15,8 @@ let functions: [(product: String, target: String)] = [
     ("slot-bulk-record", "SlotBulkRecord"),
     ("prn-record", "PrnRecord"),
     ("push-sweep", "PushSweep"),
+    // Deploy time only: the CloudFormation custom resource that migrates (no route, no schedule; not in the table).
+    ("db-migrate", "DbMigrate"),
 ]
 
 let package = Package(

@@ -10,7 +10,18 @@ import Logging
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
-        abstract: "Start the local stack: database, migrations, demo data, runner with FCM emulator.")
+        abstract: "Start the local stack: database, migrations, demo data, runner with FCM emulator.",
+        discussion: """
+            Run from the repository root (make dev does). Checks that --port is free before anything else, then \
+            starts PostgreSQL under .data/postgres, migrates, resets the demo household (its records, deliveries \
+            and patient token) and serves the functions.
+
+            Environment: reads none of its own; it sets DATABASE_URL, SUPABASE_JWT_SECRET and PUSH_ENVIRONMENT=DEV \
+            for the functions (and FCM_SERVICE_ACCOUNT_JSON, FCM_API_BASE_URL for the emulator). AWS_REGION, when \
+            set, names the region of the scheduled events. The dev JWT secret lives in .data/dev-jwt-secret \
+            (made on the first start, kept across restarts): SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" \
+            runner token signs more caregiver tokens.
+            """)
 
     @Option(help: "HTTP port.")
     var port: Int = 3000
@@ -29,7 +40,11 @@ struct DevCommand: AsyncParsableCommand {
     static let demoPatient = UUID(uuidString: "22222222-2222-4222-8222-222222222222")!
     static let demoDevice = "demo-device-token-caregiver-phone"
 
-    func run() async throws {
+    func run() async {
+        await reportingErrors { try await start() }
+    }
+
+    private func start() async throws {
         JSONLogHandler.bootstrap()
         var logger = Logger(label: "runner")
         logger[metadataKey: "function"] = "runner"
@@ -38,6 +53,15 @@ struct DevCommand: AsyncParsableCommand {
         try checkPrerequisites()
         let table = try infra.functionTable()
         try infra.checkBuilt(table, in: infra.binaryDirectory(), schedules: schedules)
+        // Before the database is touched: a second `make dev` must not reset the running stack's demo data.
+        if port != 0, LoopbackPort.isInUse(port) == true {
+            throw ValidationError(
+                """
+                port \(port) on 127.0.0.1 is in use (another `make dev` or `runner dev`?). Nothing was started and \
+                the demo data were not touched. Stop the other one (Ctrl-C in its terminal), or pick another port: \
+                `make dev DEV_HTTP_PORT=3001` (runner dev --port 3001).
+                """)
+        }
         let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
         try runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
         let secret = try devSecret()
@@ -47,7 +71,8 @@ struct DevCommand: AsyncParsableCommand {
         // Like a current Supabase project: an ES256 key, its JWKS served by the emulator, fetched by the functions.
         let signingKey = try DevSigningKey(create: true)
         await SupabaseJWKSState.shared.serve(try signingKey.jwksDocument())
-        let demo = try seed(databaseURL: databaseURL, signingKey: signingKey, logger: logger)
+        let demo = try seed(databaseURL: databaseURL, signingKey: signingKey, secret: secret, logger: logger)
+        let runnerPath = Self.displayPath(of: infra.binaryDirectory().appendingPathComponent("runner"))
         // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
         let options = GatewayServer.Options(
             host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, demoJWKS: true, debugHeaders: true,
@@ -61,8 +86,15 @@ struct DevCommand: AsyncParsableCommand {
         defer { watching.cancel() }
         try await server.run(grace: .seconds(15)) { boundPort in
             FileHandle.standardOutput.write(
-                Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo).utf8))
+                Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo, runnerPath: runnerPath).utf8))
         }
+    }
+
+    /// `path` relative to the working directory when it is under it (`.build/debug/runner`), else absolute.
+    static func displayPath(of url: URL) -> String {
+        let path = url.standardizedFileURL.path
+        let here = FileManager.default.currentDirectoryPath + "/"
+        return path.hasPrefix(here) ? String(path.dropFirst(here.count)) : path
     }
 
     /// Says what is missing instead of installing it (make dev installs).
@@ -97,7 +129,10 @@ struct DevCommand: AsyncParsableCommand {
     }
 
     struct Demo {
+        /// ES256, verified through the demo JWKS the emulator serves (what the curl lines use).
         let caregiverToken: String
+        /// HS256 with the dev secret, for the `runner invoke` line: a lone process has no JWKS URL to fetch from.
+        let secretSignedCaregiverToken: String
         let patientToken: String
         let medications: [Slot: UUID]
         let prn: UUID
@@ -105,7 +140,7 @@ struct DevCommand: AsyncParsableCommand {
     }
 
     /// The demo household, reset on every start so that the printed commands record (and push) anew.
-    private func seed(databaseURL: String, signingKey: DevSigningKey, logger: Logger) throws -> Demo {
+    private func seed(databaseURL: String, signingKey: DevSigningKey, secret: String, logger: Logger) throws -> Demo {
         let connection = try PostgresConnection(url: databaseURL, applicationName: "caregiver-push-dev")
         defer { connection.close() }
         try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: logger)
@@ -146,13 +181,22 @@ struct DevCommand: AsyncParsableCommand {
             VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 day')
             """)
         let caregiverToken = try signingKey.caregiverToken(subject: caregiver, expiresIn: 86_400)
+        let now = Date().timeIntervalSince1970.rounded(.down)
+        let secretSignedCaregiverToken = try JWTSigner.sign(
+            claims: DevSigningKey.claims(subject: caregiver, issuedAt: now, expiresIn: 86_400),
+            using: .hmac(secret: Array(secret.utf8)))
         return Demo(
-            caregiverToken: caregiverToken, patientToken: session.text, medications: medications, prn: prn,
+            caregiverToken: caregiverToken, secretSignedCaregiverToken: secretSignedCaregiverToken,
+            patientToken: session.text, medications: medications, prn: prn,
             today: TokyoClock.dateString(of: Date()))
     }
 
-    static func banner(port: Int, databaseURL: String, demo: Demo) -> String {
+    static func banner(port: Int, databaseURL: String, demo: Demo, runnerPath: String = ".build/debug/runner")
+        -> String
+    {
         let base = "http://127.0.0.1:\(port)"
+        // The body, then the status code on a line of its own.
+        let curl = "curl -s -w '\\nHTTP %{http_code}\\n'"
         let json = "-H 'content-type: application/json'"
         let caregiver = "-H 'authorization: Bearer \(demo.caregiverToken)'"
         let patient = "-H 'authorization: Bearer \(demo.patientToken)'"
@@ -163,22 +207,27 @@ struct DevCommand: AsyncParsableCommand {
             Database: \(databaseURL) (data in .data/postgres)
             Demo: patient 山田花子 \(demoPatient.uuidString.lowercased()), caregiver \(demoCaregiver.uuidString.lowercased())
                   with phone \(demoDevice) registered for DEV. Edits under Functions/ or Shared/ rebuild the functions.
+            Reset on this start: the demo patient's dose records, the demo phone's deliveries and the patient token
+            (earlier patient tokens no longer work). The JWT secret is kept in .data/dev-jwt-secret.
 
             # A caregiver registers a second phone, and unregisters it again
-            curl -s \(base)/api/push/register \(json) \(caregiver) -d '{"token":"demo-second-phone","platform":"ios","environment":"DEV"}'
-            curl -s \(base)/api/push/unregister \(json) \(caregiver) -d '{"token":"demo-second-phone"}'
+            \(curl) \(base)/api/push/register \(json) \(caregiver) -d '{"token":"demo-second-phone","platform":"ios","environment":"DEV"}'
+            \(curl) \(base)/api/push/unregister \(json) \(caregiver) -d '{"token":"demo-second-phone"}'
 
             # The patient records this morning's dose → the caregiver's phone is pushed
-            curl -s \(base)/api/dose-records \(json) \(patient) -d '{"medicationId":"\(morning)","scheduledAt":"\(demo.today)T08:00:00+09:00"}'
+            \(curl) \(base)/api/dose-records \(json) \(patient) -d '{"medicationId":"\(morning)","scheduledAt":"\(demo.today)T08:00:00+09:00"}'
 
             # The patient records the whole evening slot
-            curl -s \(base)/api/dose-records/slot \(json) \(patient) -d '{"date":"\(demo.today)","slot":"evening"}'
+            \(curl) \(base)/api/dose-records/slot \(json) \(patient) -d '{"date":"\(demo.today)","slot":"evening"}'
 
             # The caregiver records an as-needed dose for the patient (the caregiver is not pushed about its own action)
-            curl -s \(base)/api/prn-dose-records \(json) \(caregiver) -H 'idempotency-key: \(UUID().uuidString.lowercased())' -d '{"patientId":"\(demoPatient.uuidString.lowercased())","medicationId":"\(demo.prn.uuidString.lowercased())","quantity":1}'
+            \(curl) \(base)/api/prn-dose-records \(json) \(caregiver) -H 'idempotency-key: \(UUID().uuidString.lowercased())' -d '{"patientId":"\(demoPatient.uuidString.lowercased())","medicationId":"\(demo.prn.uuidString.lowercased())","quantity":1}'
 
             # What the emulated FCM received
-            curl -s \(base)/_emulator/fcm/messages
+            \(curl) \(base)/_emulator/fcm/messages
+
+            # One function without the HTTP server: an event on stdin through the built executable (like sam local invoke)
+            sed -e 's/${CAREGIVER_TOKEN}/\(demo.secretSignedCaregiverToken)/' -e 's/${DEVICE_TOKEN}/demo-invoke-phone/' -e 's/${INSTALLATION_ID}/demo-invoke/' Tests/Fixtures/push-register/valid.json | DATABASE_URL=\(databaseURL) SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV \(runnerPath) invoke push-register
 
             """
     }

@@ -13,7 +13,8 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
             Prints {"event":"listening","port":N,"baseURL":…,"tokenURL":…} on stdout once bound (with "caFile" in \
             TLS mode). Device tokens containing a marker (UNREGISTERED, INVALID_TOKEN, UNAVAILABLE_ONCE, …) get that \
             FCM error; see FCMErrorScenario. With --tls it speaks TLS with ALPN h2, like fcm.googleapis.com, under \
-            a throwaway CA made at start: give clients its certificate (SSL_CERT_FILE=<caFile>).
+            a throwaway CA made at start: give clients its certificate (SSL_CERT_FILE=<caFile>). Reads no \
+            environment variable.
             """)
 
     @Option(help: "The service-account key file whose public half verifies OAuth assertions.")
@@ -34,7 +35,11 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
     @Option(help: "Directory for the throwaway CA and server certificate (--tls); a new temporary one by default.")
     var tlsDirectory: String?
 
-    func run() async throws {
+    func run() async {
+        await reportingErrors { try await start() }
+    }
+
+    private func start() async throws {
         JSONLogHandler.bootstrap()
         var logger = Logger(label: "fcm-emulator")
         logger[metadataKey: "function"] = "fcm-emulator"

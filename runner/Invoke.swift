@@ -8,7 +8,15 @@ struct Invoke: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
             "Pipe one event (a file, or stdin) through a built function and print its output: an API Gateway 2.0 event "
-            + "for a routed function, a Scheduled Event (or {}) for a scheduled one.")
+            + "for a routed function, a Scheduled Event (or {}) for a scheduled one.",
+        discussion: """
+            The function runs with the runner's environment, so set what it reads: DATABASE_URL, \
+            SUPABASE_JWT_SECRET (or SUPABASE_JWKS), PUSH_ENVIRONMENT, and for pushes FCM_SERVICE_ACCOUNT_JSON \
+            (docs/deploy.md lists the others). Against the `make dev` stack: \
+            DATABASE_URL=postgresql://postgres@127.0.0.1:25432/caregiver_push \
+            SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV (the dev secret lives in \
+            .data/dev-jwt-secret); `make dev` prints a complete line.
+            """)
 
     @Argument(help: "The function name, e.g. push-register.")
     var function: String
@@ -18,7 +26,11 @@ struct Invoke: ParsableCommand {
 
     @OptionGroup var infra: InfraOptions
 
-    func run() throws {
+    func run() {
+        reportingErrors { try start() }
+    }
+
+    private func start() throws {
         let table = try infra.functionTable()
         guard table.function(named: function) != nil else {
             let names = table.functions.map(\.name).joined(separator: ", ")

@@ -5,12 +5,22 @@ import Logging
 
 /// `runner migrate`: applies `infra/migrations` in order, once each; safe to run concurrently and repeatedly.
 struct Migrate: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply the SQL migrations to DATABASE_URL.")
+    static let configuration = CommandConfiguration(
+        abstract: "Apply the SQL migrations to DATABASE_URL.",
+        discussion: """
+            Environment: DATABASE_URL (a libpq URL; `make dev`'s is \
+            postgresql://postgres@127.0.0.1:25432/caregiver_push). On AWS the db-migrate function does the same \
+            at deploy time (docs/deploy.md).
+            """)
 
     @Option(help: "The migrations directory.")
     var migrations: String = "infra/migrations"
 
-    func run() throws {
+    func run() {
+        reportingErrors { try start() }
+    }
+
+    private func start() throws {
         JSONLogHandler.bootstrap()
         let logger = Logger(label: "runner")
         guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {

@@ -45,3 +45,35 @@ struct InfraOptions: ParsableArguments {
         return runnerPath.deletingLastPathComponent()
     }
 }
+
+extension ParsableCommand {
+    /// Runs a subcommand's work; an error ends the process with that subcommand's usage (`runner token …`), not the
+    /// top level's `runner <subcommand>`, which is what ArgumentParser prints for an error thrown from `run()`.
+    func reportingErrors(_ body: () throws -> Void) {
+        do {
+            try body()
+        } catch {
+            Self.exitShowingUsage(error)
+        }
+    }
+
+    func reportingErrors(_ body: () async throws -> Void) async {
+        do {
+            try await body()
+        } catch {
+            Self.exitShowingUsage(error)
+        }
+    }
+
+    private static func exitShowingUsage(_ error: any Error) -> Never {
+        guard let validation = error as? ValidationError else { Runner.exit(withError: error) }
+        let text = """
+            Error: \(validation.message)
+            Usage: \(Runner.usageString(for: Self.self))
+              See 'runner \(_commandName) --help' for more information.
+
+            """
+        FileHandle.standardError.write(Data(text.utf8))
+        Runner.exit(withError: ExitCode.validationFailure)
+    }
+}

@@ -6,7 +6,12 @@ import Foundation
 /// ES256 key in `.data/` (`--algorithm ES256`), for local development only.
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print a caregiver token: HS256 with SUPABASE_JWT_SECRET, or ES256 with `runner dev`'s key.")
+        abstract: "Print a caregiver token: HS256 with SUPABASE_JWT_SECRET, or ES256 with `runner dev`'s key.",
+        discussion: """
+            Environment: SUPABASE_JWT_SECRET (at least 32 characters) for HS256. The `make dev` stack's secret lives \
+            in .data/dev-jwt-secret: SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" runner token. Its ES256 key \
+            lives in .data/dev-jwt-es256.pem: runner token --algorithm ES256 (run from the repository root).
+            """)
 
     @Option(help: "HS256 (SUPABASE_JWT_SECRET) or ES256 (the key `runner dev` keeps in \(DevSigningKey.file)).")
     var algorithm: String = "HS256"
@@ -17,7 +22,11 @@ struct Token: ParsableCommand {
     @Option(help: "Lifetime in seconds.")
     var expiresIn: Int = 86_400
 
-    func run() throws {
+    func run() {
+        reportingErrors { try start() }
+    }
+
+    private func start() throws {
         let subject =
             try caregiver.map { text -> UUID in
                 guard let id = UUID(exactly: text) else { throw ValidationError("--caregiver must be a UUID") }

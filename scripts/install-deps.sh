@@ -18,6 +18,13 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # Debian's python3 lacks ensurepip without python3-venv.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+# `make release` bundles libpq, libcurl and OpenSSL into each Lambda zip and points the binary's run path at them;
+# the zip check (make test) reads every ELF file's version needs and runs `bootstrap` in a debootstrap minbase root.
+command -v patchelf >/dev/null 2>&1 || missing+=(patchelf)
+command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+[ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+# The Lambda builds link libstdc++ statically (scripts/release.sh).
+[ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
 
 # `make soak` only: wrk drives the runner.
 if [ "${1:-}" = "--soak" ]; then

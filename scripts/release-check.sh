@@ -1,36 +1,124 @@
 #!/usr/bin/env bash
-# Part of `make test`: builds the release zips, unzips one, and runs its `bootstrap` as a warm worker of
-# `runner serve` — the Lambda Runtime API end to end — checking that a request through it succeeds and that the
-# binary carries the Swift runtime itself. Needs DATABASE_URL and a debug build (the runner).
+# Part of `make test`: builds the release zips (scripts/release.sh) and checks that each runs on provided.al2023 as
+# shipped, with no layer:
+#
+#   1. scripts/zip-check.py: no ELF file in any zip needs a glibc symbol version above 2.34 (Amazon Linux 2023's),
+#      every library any of them needs is glibc's or in the zip's lib/, and the run paths point there.
+#   2. In a minimal root file system (scripts/minroot.sh: debootstrap minbase, no libpq, libcurl or OpenSSL), each
+#      unzipped `bootstrap` starts and answers one event on stdin.
+#   3. push-register's `bootstrap`, inside that root, is a warm worker of `runner serve`: a request through the
+#      Lambda Runtime API succeeds.
+#   4. db-migrate's `bootstrap`, inside that root, answers a CloudFormation Create on a local ResponseURL with
+#      SUCCESS and the newest migration of infra/migrations (found in the zip's migrations/).
+#
+# Needs root (chroot), DATABASE_URL (a migrated database on 127.0.0.1) and a debug build (the runner).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/release.sh
+python3 scripts/zip-check.py dist/lambda/*.zip
+scripts/minroot.sh
+root=${MINROOT_DIR:-$PWD/.build/minroot}
+[ "$(id -u)" -eq 0 ] || { echo "release check: chroot into $root needs root" >&2; exit 1; }
 bin=$(swift build --show-bin-path)
+inside=/var/task-check.$$  # the unzipped functions, as seen from inside the root
+rm -rf "$root/var/task-check."*
+mkdir -p "$root$inside"
 workdir=$(mktemp -d /tmp/caregiver-push-release.XXXXXX)
-python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' dist/lambda/push-register.zip "$workdir"
-chmod +x "$workdir/bootstrap"
-if ldd "$workdir/bootstrap" | grep -q libswiftCore; then
-    echo "release check: bootstrap links libswiftCore dynamically" >&2
-    exit 1
-fi
-ln -s "$workdir/bootstrap" "$workdir/push-register"
+cleanup_release_check() { rm -rf "$root$inside" "$workdir"; }
+trap cleanup_release_check EXIT
+# Runs a program of the root inside it, with /proc mounted as on Lambda (ld.so reads /proc/self/exe to expand
+# $ORIGIN), in a mount namespace of its own so that the mount ends with the program. The environment is kept, and
+# the process id: each step execs the next.
+cat >"$workdir/in-root" <<SH
+#!/bin/sh
+PATH=/usr/sbin:/usr/bin:/sbin:/bin exec unshare --mount --propagation private /bin/sh -c \
+    'mount -t proc proc "$root/proc" && exec chroot "$root" "\$@"' in-root "\$@"
+SH
+chmod +x "$workdir/in-root"
+functions=()
+for zip in dist/lambda/*.zip; do
+    function=$(basename "$zip" .zip)
+    functions+=("$function")
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$root$inside/$function"
+    chmod +x "$root$inside/$function/bootstrap"
+    if ldd "$root$inside/$function/bootstrap" | grep -q libswiftCore; then
+        echo "release check: $function's bootstrap links libswiftCore dynamically" >&2
+        exit 1
+    fi
+done
+
+# 2. Each bootstrap starts in the minimal root, with an empty environment, and answers `{}` (a problem or a summary).
+for function in "${functions[@]}"; do
+    if ! output=$(echo '{}' | env -i PATH=/usr/bin:/bin "$workdir/in-root" "$inside/$function/bootstrap" \
+        2>"$workdir/$function.err"); then
+        echo "release check: $function's bootstrap did not run in the minimal root:" >&2
+        cat "$workdir/$function.err" >&2
+        exit 1
+    fi
+    python3 -c 'import json, sys; json.loads(sys.argv[1])' "$output" \
+        || { echo "release check: $function answered no JSON in the minimal root: $output" >&2; exit 1; }
+done
+echo "release check: ${functions[*]}: each bootstrap ran in the minimal root ($root)"
+
+# 3. push-register in the minimal root as runner serve's warm worker, over the Runtime API. The runner starts
+# `push-register` from --bin-dir: a wrapper that enters the root.
+mkdir -p "$workdir/bin"
+printf '#!/bin/sh\nexec "%s" "%s/push-register/bootstrap"\n' "$workdir/in-root" "$inside" >"$workdir/bin/push-register"
+chmod +x "$workdir/bin/push-register"
 cat >"$workdir/functions.json" <<'JSON'
 {"functions": [{"name": "push-register", "method": "POST", "path": "/api/push/register", "timeoutSeconds": 15, "memoryMB": 128, "concurrency": 2}]}
 JSON
 export SUPABASE_JWT_SECRET="release-check-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 source scripts/runner-lib.sh
-start_runner "$workdir" "$bin/runner" --mode warm --warm-workers 1 --functions "$workdir/functions.json" \
-    --bin-dir "$workdir"
+start_runner "$(mktemp -d /tmp/caregiver-push-release-runner.XXXXXX)" "$bin/runner" --mode warm --warm-workers 1 \
+    --functions "$workdir/functions.json" --bin-dir "$workdir/bin"
+trap 'stop_runner; cleanup_release_check' EXIT  # start_runner's trap, and ours
 token=$("$bin/runner" token)
 answer=$(curl -s -w '\n%{http_code}' -X POST "http://127.0.0.1:$port/api/push/register" \
     -H "authorization: Bearer $token" -H 'content-type: application/json' \
     -d '{"token":"release-check-device","platform":"ios","environment":"DEV"}')
 if [ "$(echo "$answer" | tail -n 1)" != "200" ] || [ "$(echo "$answer" | head -n 1)" != '{"ok":true}' ]; then
-    echo "release check: the unzipped bootstrap did not answer 200 {\"ok\":true} through the Runtime API:" >&2
+    echo "release check: push-register's bootstrap in the minimal root did not answer 200 {\"ok\":true}:" >&2
     echo "$answer" >&2
-    cat "$workdir/serve.err" >&2
+    cat "$runner_workdir/serve.err" >&2
     exit 1
 fi
-grep -q '"msg":"runtime API loop starting"' "$workdir/serve.err" || { echo "release check: bootstrap did not use the Runtime API" >&2; exit 1; }
-echo "release check: dist/lambda/push-register.zip → bootstrap answered through the Runtime API (warm runner)"
+grep -q '"msg":"runtime API loop starting"' "$runner_workdir/serve.err" \
+    || { echo "release check: bootstrap did not use the Runtime API" >&2; exit 1; }
+echo "release check: push-register's bootstrap answered through the Runtime API from the minimal root"
+
+# 4. db-migrate in the minimal root: a Create, answered on a local stand-in for the pre-signed S3 URL.
+python3 - "$workdir/s3" <<'PY' &
+import http.server, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_PUT(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status = 403 if self.headers.get("Content-Type") else 200  # signed without a Content-Type, as S3's are
+        open(sys.argv[1] + ".body", "wb").write(body)
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+open(sys.argv[1] + ".port", "w").write(str(server.server_address[1]))
+server.handle_request()
+PY
+s3_pid=$!
+for _ in $(seq 1 100); do [ -s "$workdir/s3.port" ] && break; sleep 0.1; done
+event=$(printf '{"RequestType":"Create","ResponseURL":"http://127.0.0.1:%s/response?Signature=x","StackId":"arn:aws:cloudformation:us-east-1:123456789012:stack/release-check/1","RequestId":"release-check","ResourceType":"Custom::DatabaseMigrations","LogicalResourceId":"DatabaseMigrations","ResourceProperties":{}}' "$(cat "$workdir/s3.port")")
+echo "$event" | env -i PATH=/usr/bin:/bin DATABASE_URL="$DATABASE_URL" LAMBDA_TASK_ROOT="$inside/db-migrate" \
+    "$workdir/in-root" "$inside/db-migrate/bootstrap" >"$workdir/db-migrate.out" 2>"$workdir/db-migrate.err" || true
+wait "$s3_pid" || true
+latest=$(ls infra/migrations/*.up.sql | sort | tail -n 1 | xargs basename | cut -c1-6)
+if ! python3 - "$workdir/s3.body" "$latest" <<'PY'; then
+import json, sys
+body = json.load(open(sys.argv[1]))
+assert body["Status"] == "SUCCESS" and body["Data"]["Latest"] == sys.argv[2], body
+PY
+    echo "release check: db-migrate's bootstrap in the minimal root did not answer SUCCESS with migration $latest:" >&2
+    cat "$workdir/s3.body" "$workdir/db-migrate.out" "$workdir/db-migrate.err" >&2 2>/dev/null || true
+    exit 1
+fi
+echo "release check: db-migrate's bootstrap answered SUCCESS (latest migration $latest) from the minimal root"

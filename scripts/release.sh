@@ -1,27 +1,80 @@
 #!/usr/bin/env bash
-# `make release`: release builds of the six functions with the Swift runtime linked in (--static-swift-stdlib),
-# and one AWS Lambda zip per function holding its binary as `bootstrap` (provided.al2023), in dist/lambda/.
-# libpq, libcurl and OpenSSL stay dynamic: provided.al2023 has libcurl and OpenSSL; libpq comes from a layer or
-# the container image (docs/deploy.md).
+# `make release`: release builds of the functions with the Swift runtime linked in (--static-swift-stdlib), and one
+# self-contained AWS Lambda zip per function in dist/lambda/ for `provided.al2023`, needing no layer:
+#
+#   bootstrap          the function's binary, run path (DT_RUNPATH) `$ORIGIN/lib`
+#   lib/*.so.*         every shared library it loads beyond glibc (libpq, libcurl, OpenSSL, their dependencies),
+#                      each with run path `$ORIGIN`, so that their own dependencies also resolve from lib/
+#   migrations/        db-migrate only: infra/migrations, which it applies (docs/deploy.md, "Migrations")
+#
+# What stays the host's: glibc (Amazon Linux 2023 has 2.34) and libgcc_s (GCC's unwinder, on every Lambda image).
+# To keep every glibc symbol version at 2.34 or older on a build machine with a newer glibc (Debian 12: 2.36),
+# libstdc++ (GCC 12's needs GLIBC_2.36 and GLIBCXX_3.4.30, which AL2023's GCC 11 lacks) is linked statically, and
+# scripts/lambda-glibc-compat.c stands in for the three references that would need 2.35 or 2.36. scripts/zip-check.py
+# (make test) fails when anything in a zip needs more. Zipped and unzipped sizes are printed per zip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-functions=(push-register push-unregister dose-record slot-bulk-record prn-record push-sweep)
+functions=(push-register push-unregister dose-record slot-bulk-record prn-record push-sweep db-migrate)
+# The host's libraries (glibc's own, and libgcc_s): its copies must be used, never bundled ones.
+host_libraries='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil|libanl|libnss_[a-z]+|libBrokenLocale|libmvec|libgcc_s)\.so'
+
+# Link inputs for the Lambda builds: a directory holding only libstdc++.a (searched before the system's, so the
+# runtime's -lstdc++ links it statically) and the compatibility object.
+link=.build/lambda-link
+mkdir -p "$link"
+libstdcxx=$(clang -print-file-name=libstdc++.a)
+[ -f "$libstdcxx" ] || { echo "release: libstdc++.a not found (apt-get install libstdc++-12-dev)" >&2; exit 1; }
+ln -sf "$libstdcxx" "$link/libstdc++.a"
+clang -O2 -fPIC -c scripts/lambda-glibc-compat.c -o "$link/glibc-compat.o"
+link_flags=(-Xlinker -L -Xlinker "$PWD/$link" -Xlinker "$PWD/$link/glibc-compat.o")
+for symbol in hypot hypotf arc4random; do
+    link_flags+=(-Xlinker "--wrap=$symbol")
+done
+
 # One product per invocation: `swift build` builds only the last of several --product options.
 for function in "${functions[@]}"; do
-    swift build -c release --static-swift-stdlib --product "$function"
+    swift build -c release --static-swift-stdlib "${link_flags[@]}" --product "$function"
 done
-bin=$(swift build -c release --static-swift-stdlib --show-bin-path)
+bin=$(swift build -c release --static-swift-stdlib "${link_flags[@]}" --show-bin-path)
+rm -rf dist/lambda
 mkdir -p dist/lambda
 for function in "${functions[@]}"; do
-    python3 - "$bin/$function" "dist/lambda/$function.zip" <<'PY'
-import sys, zipfile
-source, target = sys.argv[1], sys.argv[2]
+    stage=dist/lambda/$function
+    mkdir -p "$stage/lib"
+    cp "$bin/$function" "$stage/bootstrap"
+    # ldd lists the whole closure (the libraries' own dependencies too), each by the name the loader looks for.
+    ldd "$bin/$function" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r soname path; do
+        if [[ "$soname" =~ $host_libraries ]]; then
+            continue
+        fi
+        cp -L "$path" "$stage/lib/$soname"
+        chmod 0644 "$stage/lib/$soname"
+        patchelf --set-rpath '$ORIGIN' "$stage/lib/$soname"
+    done
+    patchelf --set-rpath '$ORIGIN/lib' "$stage/bootstrap"
+    if [ "$function" = db-migrate ]; then
+        cp -r infra/migrations "$stage/migrations"
+    fi
+    python3 - "$stage" "dist/lambda/$function.zip" <<'PY'
+import os, sys, zipfile
+stage, target = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-    info = zipfile.ZipInfo("bootstrap")
-    info.external_attr = 0o100755 << 16  # a regular, executable file
-    info.compress_type = zipfile.ZIP_DEFLATED
-    archive.writestr(info, open(source, "rb").read())
+    for directory, _, files in sorted(os.walk(stage)):
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            info = zipfile.ZipInfo(os.path.relpath(path, stage))
+            executable = info.filename == "bootstrap"
+            info.external_attr = (0o100755 if executable else 0o100644) << 16  # regular files, bootstrap executable
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(path, "rb") as source:
+                archive.writestr(info, source.read())
 PY
-    echo "dist/lambda/$function.zip"
+    rm -rf "$stage"
+    python3 - "dist/lambda/$function.zip" <<'PY'
+import os, sys, zipfile
+path = sys.argv[1]
+unzipped = sum(info.file_size for info in zipfile.ZipFile(path).infolist())
+print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB zipped, {unzipped / 1e6:.1f} MB unzipped")
+PY
 done

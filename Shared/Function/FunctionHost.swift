@@ -28,7 +28,8 @@ public enum FunctionHost {
         }
     }
 
-    private static func main<H: InvocationHandling>(
+    /// Runs any other ``InvocationHandling`` (`db-migrate`'s custom resource) for this process and exits.
+    public static func main<H: InvocationHandling>(
         name: String, _ makeHandler: (Configuration, Logger) -> H
     ) -> Never {
         // A host that stops reading must not kill us mid-response: the failed write is reported instead.

@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 
 /// One HTTP request as libcurl performs it: owns the `CURL` easy handle, its header list and the buffer the
 /// response is written into. Part of the thin libcurl binding; nothing outside `Shared/HTTP` sees a pointer.
@@ -70,7 +71,8 @@ final class CurlTransfer {
             try check(ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, request.body.count))
             // libcurl copies the body, so nothing here has to outlive this call.
             let copied = request.body.withUnsafeBufferPointer { buffer in
-                ccurl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+                ccurl_easy_setopt_pointer(
+                    handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
             }
             try check(copied)
             if request.method != "POST" {
@@ -78,7 +80,10 @@ final class CurlTransfer {
             }
         }
         // "Expect: 100-continue" would cost a round trip on every POST.
-        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["Expect:"] {
+        // "Name;" is libcurl's way to send a header with an empty value ("Name:" would remove it): a pre-signed S3
+        // URL expects `Content-Type:` empty, which stops libcurl's form-encoded default for a body.
+        let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
+        for line in lines + ["Expect:"] {
             guard let appended = curl_slist_append(headerList, line) else { throw HTTPClientError(.setupFailed) }
             headerList = appended
         }
@@ -164,7 +169,9 @@ private let curlWriteBody: ccurl_write_callback = { data, size, count, context i
     let sink = Unmanaged<CurlTransfer.Sink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
     guard sink.body.count + length <= sink.bodyLimit else { return 0 }
-    data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+    data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+    }
     return length
 }
 

@@ -175,3 +175,15 @@ public enum FunctionProcessError: Error, CustomStringConvertible {
         }
     }
 }
+
+/// Local TCP ports, for `runner dev`'s check before it starts anything.
+public enum LoopbackPort {
+    /// Whether 127.0.0.1:`port` is taken by a listener (`nil` when that cannot be told).
+    public static func isInUse(_ port: Int) -> Bool? {
+        switch caregiver_push_loopback_port_in_use(Int32(port)) {
+        case 0: false
+        case 1: true
+        default: nil
+        }
+    }
+}

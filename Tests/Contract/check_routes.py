@@ -3,7 +3,9 @@
 A function of the table has a route (method and path) or a schedule, not both. Each routed function's route is in
 the OpenAPI document and on a SAM HttpApi event, with the table's timeout. Each scheduled function is a SAM
 function with a Schedule event of the same rate (and no HttpApi event: it is never routed), with the table's
-timeout. Exits non-zero on any difference, naming it, and prints the plain `N passed, N failed` line the CI reads.
+timeout. A SAM function outside the table is only allowed as a custom resource's function (db-migrate: no event,
+its zip invoked through a `Custom::` resource's ServiceToken), and every function of the table DependsOn that
+resource, so that the deploy migrates before new code takes traffic. Exits non-zero on any difference, naming it, and prints the plain `N passed, N failed` line the CI reads.
 """
 import json
 import sys
@@ -15,7 +17,14 @@ class _IgnoreTags(yaml.SafeLoader):
     """CloudFormation's short-form intrinsics (!Ref, !Sub) are not YAML types: read them as plain nodes."""
 
 
-_IgnoreTags.add_multi_constructor("!", lambda loader, suffix, node: None)
+def _tag(loader, suffix, node):
+    """!GetAtt X.Arn and !Ref X read as {"!GetAtt": "X.Arn"}: enough to see which resource a ServiceToken names."""
+    if isinstance(node, yaml.ScalarNode):
+        return {"!" + suffix: loader.construct_scalar(node)}
+    return None
+
+
+_IgnoreTags.add_multi_constructor("!", _tag)
 
 
 def main() -> int:
@@ -37,9 +46,21 @@ def main() -> int:
     # function name (the zip it runs, dist/lambda/<name>.zip) -> (its Schedule expressions, timeout, routed?)
     sam_functions = {}
     default_timeout = sam["Globals"]["Function"]["Timeout"]
-    for resource in sam["Resources"].values():
+    # logical id -> function name, and the functions a custom resource invokes (ServiceToken: !GetAtt X.Arn)
+    logical_names = {}
+    custom_resources = {}
+    for logical_id, resource in sam["Resources"].items():
+        if str(resource.get("Type", "")).startswith("Custom::"):
+            token = resource["Properties"].get("ServiceToken") or {}
+            custom_resources[logical_id] = str(token.get("!GetAtt", "")).removesuffix(".Arn")
+    depends_on = {}
+    for logical_id, resource in sam["Resources"].items():
         if resource.get("Type") != "AWS::Serverless::Function":
             continue
+        code = str(resource["Properties"].get("CodeUri", ""))
+        logical_names[logical_id] = code.rsplit("/", 1)[-1].removesuffix(".zip")
+        dependencies = resource.get("DependsOn", [])
+        depends_on[logical_names[logical_id]] = {dependencies} if isinstance(dependencies, str) else set(dependencies)
         timeout = resource["Properties"].get("Timeout", default_timeout)
         schedules, has_route = [], False
         for event in resource["Properties"].get("Events", {}).values():
@@ -84,6 +105,18 @@ def main() -> int:
     checks.append(
         ("SAM Schedule events == functions.json schedules (same rate and timeout, no route)", not unscheduled, unscheduled)
     )
+    table_names = {f["name"] for f in table}
+    deploy_functions = {logical_names.get(function) for function in custom_resources.values()}
+    stray = {
+        name
+        for name, (schedules, _, has_route) in sam_functions.items()
+        if name not in table_names and (name not in deploy_functions or schedules or has_route)
+    }
+    checks.append(("SAM functions outside functions.json are custom-resource functions without events", not stray, stray))
+    missing_migrations = {"db-migrate"} - deploy_functions
+    checks.append(("db-migrate runs as a custom resource", not missing_migrations, missing_migrations))
+    not_after = {name for name in table_names if not depends_on.get(name, set()) & set(custom_resources)}
+    checks.append(("every function of the table DependsOn the migrations custom resource", not not_after, not_after))
     failed = 0
     for name, ok, difference in checks:
         print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {sorted(difference) if isinstance(difference, set) else difference}"))

@@ -11,7 +11,15 @@ import UnixSignals
 /// `runner serve`: the local function host (SPEC §10).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve", abstract: "Serve the function table over HTTP, invoking the built functions cold or warm."
+        commandName: "serve",
+        abstract: "Serve the function table over HTTP, invoking the built functions cold or warm.",
+        discussion: """
+            Environment: passed on to every function, which reads DATABASE_URL, SUPABASE_JWT_SECRET or \
+            SUPABASE_JWKS, PUSH_ENVIRONMENT, FCM_SERVICE_ACCOUNT_JSON and the PUSH_*/DATABASE_* bounds \
+            (docs/deploy.md, "Secrets and configuration"). With --fcm-emulator the runner sets \
+            FCM_SERVICE_ACCOUNT_JSON and FCM_API_BASE_URL itself (and PUSH_ENVIRONMENT=DEV unless set). AWS_REGION \
+            names the region of scheduled events. For a dev secret, `make dev`'s lives in .data/dev-jwt-secret.
+            """
     )
 
     @Option(help: "Port to listen on; 0 picks a free one (printed on stdout).")
@@ -47,7 +55,11 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var infra: InfraOptions
 
-    func run() async throws {
+    func run() async {
+        await reportingErrors { try await start() }
+    }
+
+    private func start() async throws {
         JSONLogHandler.bootstrap()
         var logger = Logger(label: "runner")
         logger[metadataKey: "function"] = "runner"

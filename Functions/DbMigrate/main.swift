@@ -1,0 +1,11 @@
+import CaregiverPush
+import Foundation
+
+// A CloudFormation custom resource: reads CloudFormation's request (on stdin, or from the Runtime API on Lambda),
+// applies the migrations on Create and Update, and PUTs the outcome to the request's ResponseURL.
+FunctionHost.main(name: "db-migrate") { configuration, logger in
+    MigrationsCustomResource(
+        configuration: configuration, logger: logger,
+        migrationsDirectory: MigrationsCustomResource.migrationsDirectory(
+            environment: ProcessInfo.processInfo.environment))
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `make minroot`: a minimal Debian root file system (debootstrap's minbase of bookworm: no libpq, no libcurl, no
+# OpenSSL library) under .build/minroot, where scripts/zip-check.sh runs an unzipped `bootstrap` to prove the zip
+# carries every shared library it needs beyond glibc. Built once (a few minutes), then reused: the root is only
+# complete when its marker file exists. Needs root (debootstrap) and deb.debian.org.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+root=${MINROOT_DIR:-$PWD/.build/minroot}
+marker="$root/.caregiver-push-minroot"
+if [ -f "$marker" ]; then
+    echo "minroot: $root (cached)"
+    exit 0
+fi
+scripts/install-deps.sh
+rm -rf "$root"
+mkdir -p "$(dirname "$root")"
+echo "minroot: debootstrap --variant=minbase bookworm into $root (takes a few minutes)" >&2
+debootstrap --variant=minbase bookworm "$root" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$root.log" 2>&1 \
+    || { tail -n 20 "$root.log" >&2; exit 1; }
+# What the check relies on: the root has no copy of the libraries the zip must bring.
+for library in libpq.so.5 libcurl.so.4 libssl.so.3 libcrypto.so.3; do
+    if find "$root/usr/lib" "$root/lib" -name "$library*" 2>/dev/null | grep -q .; then
+        echo "minroot: $root already holds $library; it cannot show that the zip brings its own" >&2
+        exit 1
+    fi
+done
+date -u +%FT%TZ >"$marker"
+echo "minroot: $root"
