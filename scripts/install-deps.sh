@@ -10,6 +10,8 @@ pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 ls -d /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v curl >/dev/null 2>&1 || missing+=(curl)  # the runner tests' shell-script workers use it
+# Transaction pooling (issue 18): the pooled test pass, the pooler tests and benchmarks, `runner dev --pooler`.
+[ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 # The contract checks' tools (make test) and the bench's fan-out peer (make bench) live in venvs under .build/;
 # Debian's python3 lacks ensurepip without python3-venv.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
@@ -29,5 +31,6 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq "${missing[@]}" >/dev/null
+apt-get update -qq -o DPkg::Lock::Timeout=300
+# Another checkout's `make test` may be installing at the same moment: wait for dpkg's lock instead of failing.
+apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${missing[@]}" >/dev/null

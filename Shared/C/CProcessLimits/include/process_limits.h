@@ -8,4 +8,8 @@
 /// Glibc module does not expose (it needs _GNU_SOURCE).
 int caregiver_push_limit_data(pid_t pid, unsigned long long bytes);
 
+/// pipe2(fds, O_CLOEXEC): a pipe whose ends no concurrently spawned child inherits. Returns 0, or -1 with errno
+/// set. (pipe2 also needs _GNU_SOURCE.)
+int caregiver_push_pipe_cloexec(int fds[2]);
+
 #endif
