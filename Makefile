@@ -5,6 +5,7 @@ DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
 DEV_HTTP_PORT ?= 3000
 DEV_DB_URL  := postgresql://postgres@127.0.0.1:$(DEV_PG_PORT)/caregiver_push
+DEV_POOLER_PORT ?= 26432
 
 ## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
 test:
@@ -34,10 +35,12 @@ minroot: deps
 	scripts/minroot.sh
 
 ## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/, migrations, demo data,
-## the runner with the FCM emulator on :3000 (DEV_HTTP_PORT), and ready-to-paste curl lines. Ctrl-C stops it (the database keeps running;
-## `make db-stop` stops it).
+## the runner with the FCM emulator on :3000 (DEV_HTTP_PORT), and ready-to-paste curl lines. Ctrl-C stops it (the
+## database keeps running; `make db-stop` stops it). `make dev POOLER=1`: the functions reach the database through
+## PgBouncer in transaction mode on :$(DEV_POOLER_PORT), as in production (`runner dev --pooler`).
 dev: deps build
-	"$$(swift build --show-bin-path)/runner" dev --port $(DEV_HTTP_PORT) --database-port $(DEV_PG_PORT)
+	"$$(swift build --show-bin-path)/runner" dev --port $(DEV_HTTP_PORT) --database-port $(DEV_PG_PORT) \
+		$(if $(POOLER),--pooler --pooler-port $(DEV_POOLER_PORT))
 
 deps:
 	@scripts/install-deps.sh
@@ -49,6 +52,7 @@ db-start:
 	scripts/pg.sh start $(DEV_PG_DIR) $(DEV_PG_PORT)
 
 db-stop:
+	scripts/pgbouncer.sh stop .data/pgbouncer
 	scripts/pg.sh stop $(DEV_PG_DIR)
 
 migrate:
@@ -61,5 +65,6 @@ lint:
 	swift format lint --strict --recursive Package.swift Functions Shared runner Tests Client
 
 clean:
+	-scripts/pgbouncer.sh stop .data/pgbouncer
 	-scripts/pg.sh stop $(DEV_PG_DIR)
 	rm -rf .build .data

@@ -32,6 +32,19 @@ struct DevCommand: AsyncParsableCommand {
     @Option(help: "Port of the local PostgreSQL (under .data/postgres).")
     var databasePort: Int = 25432
 
+    @Flag(
+        help: """
+            Put PgBouncer (Debian's package, transaction pooling, under .data/pgbouncer) between the functions and \
+            the database, as production does; migrations and demo data still go to the database directly.
+            """)
+    var pooler = false
+
+    @Option(help: "PgBouncer's port with --pooler (not 6432, where Debian's own pgbouncer service may listen).")
+    var poolerPort: Int = 26432
+
+    @Option(help: "Server connections PgBouncer keeps per database with --pooler (default_pool_size).")
+    var poolSize: Int = 5
+
     @OptionGroup var schedules: ScheduleOptions
 
     @OptionGroup var infra: InfraOptions
@@ -64,8 +77,16 @@ struct DevCommand: AsyncParsableCommand {
         }
         let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
         try runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
+        // What the functions get: the database, or PgBouncer in front of it (a running one is kept as it is).
+        let poolerURL = pooler ? "postgresql://postgres@127.0.0.1:\(poolerPort)/caregiver_push" : nil
+        if pooler {
+            try runScript(
+                "scripts/pgbouncer.sh",
+                ["start", ".data/pgbouncer", String(poolerPort), String(databasePort), String(poolSize)])
+        }
+        let functionsURL = poolerURL ?? databaseURL
         let secret = try devSecret()
-        setenv("DATABASE_URL", databaseURL, 1)
+        setenv("DATABASE_URL", functionsURL, 1)
         setenv("SUPABASE_JWT_SECRET", secret, 1)
         setenv("PUSH_ENVIRONMENT", "DEV", 1)
         // Like a current Supabase project: an ES256 key, its JWKS served by the emulator, fetched by the functions.
@@ -86,7 +107,11 @@ struct DevCommand: AsyncParsableCommand {
         defer { watching.cancel() }
         try await server.run(grace: .seconds(15)) { boundPort in
             FileHandle.standardOutput.write(
-                Data(Self.banner(port: boundPort, databaseURL: databaseURL, demo: demo, runnerPath: runnerPath).utf8))
+                Data(
+                    Self.banner(
+                        port: boundPort, databaseURL: databaseURL, poolerURL: poolerURL, poolSize: poolSize,
+                        demo: demo, runnerPath: runnerPath
+                    ).utf8))
         }
     }
 
@@ -106,6 +131,9 @@ struct DevCommand: AsyncParsableCommand {
             (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.isEmpty == false
         guard hasPostgres else {
             throw ValidationError("PostgreSQL is not installed: `make dev` installs it (apt-get install postgresql)")
+        }
+        guard !pooler || FileManager.default.isExecutableFile(atPath: "/usr/sbin/pgbouncer") else {
+            throw ValidationError("PgBouncer is not installed: `make dev` installs it (apt-get install pgbouncer)")
         }
     }
 
@@ -191,9 +219,10 @@ struct DevCommand: AsyncParsableCommand {
             today: TokyoClock.dateString(of: Date()))
     }
 
-    static func banner(port: Int, databaseURL: String, demo: Demo, runnerPath: String = ".build/debug/runner")
-        -> String
-    {
+    static func banner(
+        port: Int, databaseURL: String, poolerURL: String?, poolSize: Int, demo: Demo,
+        runnerPath: String = ".build/debug/runner"
+    ) -> String {
         let base = "http://127.0.0.1:\(port)"
         // The body, then the status code on a line of its own.
         let curl = "curl -s -w '\\nHTTP %{http_code}\\n'"
@@ -201,10 +230,15 @@ struct DevCommand: AsyncParsableCommand {
         let caregiver = "-H 'authorization: Bearer \(demo.caregiverToken)'"
         let patient = "-H 'authorization: Bearer \(demo.patientToken)'"
         let morning = demo.medications[.morning]?.uuidString.lowercased() ?? ""
+        let pooled =
+            poolerURL.map {
+                "\nFunctions: through PgBouncer at \($0) (pool_mode = transaction, \(poolSize) server connections, "
+                    + "in .data/pgbouncer; `make db-stop` stops it too)"
+            } ?? ""
         return """
 
             caregiver-push dev stack on \(base) — functions cold or warm behind the runner, FCM emulator included.
-            Database: \(databaseURL) (data in .data/postgres)
+            Database: \(databaseURL) (data in .data/postgres)\(pooled)
             Demo: patient 山田花子 \(demoPatient.uuidString.lowercased()), caregiver \(demoCaregiver.uuidString.lowercased())
                   with phone \(demoDevice) registered for DEV. Edits under Functions/ or Shared/ rebuild the functions.
             Reset on this start: the demo patient's dose records, the demo phone's deliveries and the patient token

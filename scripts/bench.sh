@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# `make bench`: release build, a throwaway PostgreSQL, then the benchmarks, which write docs/benchmarks.md and the
-# charts beside it (docs/benchmarks-*.svg).
+# `make bench`: release build, a throwaway PostgreSQL (and PgBouncer in front of it), then the benchmarks, which
+# write docs/benchmarks.md and the charts beside it (docs/benchmarks-*.svg).
+#
+#   BENCH_ONLY=pooler BENCH_OUTPUT=/tmp/pooler.md scripts/bench.sh    only the pooler section, elsewhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,8 +46,20 @@ if [ "${1:-}" = "--inside" ]; then
         BENCH_TRIVIAL_BINARY=$trivial
     fi
     export BENCH_PGBENCH BENCH_TRIVIAL_BINARY
-    "$(swift build -c "$configuration" --show-bin-path)/bench" docs/benchmarks.md
+    # The pooler section (issue 18): PgBouncer in transaction mode in front of the throwaway cluster, on a free port.
+    pooler_dir=$(mktemp -d /tmp/caregiver-push-bench-pgbouncer.XXXXXX)
+    chmod 755 "$pooler_dir"
+    trap 'scripts/pgbouncer.sh stop "$pooler_dir/bouncer"; rm -rf "$pooler_dir"' EXIT
+    pooler_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    upstream_port=$(echo "$DATABASE_URL" | sed -E 's#^[a-z]+://[^/]*:([0-9]+)/.*#\1#')
+    BENCH_POOLER_POOL_SIZE=20
+    scripts/pgbouncer.sh start "$pooler_dir/bouncer" "$pooler_port" "$upstream_port" "$BENCH_POOLER_POOL_SIZE"
+    BENCH_POOLER_URL=$(scripts/pgbouncer.sh url "$pooler_port")
+    export BENCH_POOLER_URL BENCH_POOLER_POOL_SIZE
+    "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
 else
+    # Enough connections for the pooler section's 200 direct cold invocations at once.
+    export PG_MAX_CONNECTIONS=${PG_MAX_CONNECTIONS:-300}
     # python3-venv for the peer; when it cannot be installed the venv step fails and the report says why.
     scripts/install-deps.sh --bench-peer || echo "bench: the peer's Python venv support is missing (see above)" >&2
     exec scripts/with-db.sh "${BENCH_PG_PORT:-25434}" scripts/bench.sh --inside

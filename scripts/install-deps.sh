@@ -14,6 +14,8 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)  # the runner tests' shell-sc
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # Its system-store probe (and any real HTTPS peer) needs Debian's bundle at /etc/ssl/certs/ca-certificates.crt.
 [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
+# Transaction pooling (issue 18): the pooled test pass, the pooler tests and benchmarks, `runner dev --pooler`.
+[ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 # The contract checks' tools (make test) and the bench's fan-out peer (make bench) live in venvs under .build/;
 # Debian's python3 lacks ensurepip without python3-venv.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
@@ -40,5 +42,6 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq "${missing[@]}" >/dev/null
+apt-get update -qq -o DPkg::Lock::Timeout=300
+# Another checkout's `make test` may be installing at the same moment: wait for dpkg's lock instead of failing.
+apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${missing[@]}" >/dev/null

@@ -51,7 +51,7 @@ start)
     fi
     if ! as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=${PG_MAX_CONNECTIONS:-200} -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
             start >/dev/null
     fi
     psql_cmd=("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qtA)

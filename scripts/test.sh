@@ -1,8 +1,55 @@
 #!/usr/bin/env bash
 # `make test`: installs what is missing, starts a throwaway PostgreSQL, builds every product, and runs the whole
-# suite (in-process tests and the built executables driven through stdin/stdout) against that database.
+# suite (in-process tests and the built executables driven through stdin/stdout) against that database; then runs
+# the executable-level suites a second time through PgBouncer in transaction-pooling mode (issue 18).
+#
+#   scripts/test.sh                 everything (both passes, the client consumer, the leak scan)
+#   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests)
+#   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Run again with DATABASE_URL pointing at PgBouncer: register, unregister, the three recording functions with
+# their push, the sweep, runner invoke/migrate — every suite that drives the built functions.
+POOLED_SUITES='ExecutableTests|RunnerCommandTests|PushRegistrationTests|RecordingPushTests|DurablePushTests|PushSweepTests'
+# Server connections per database: well below the clients those suites run at once (20 parallel slot requests,
+# parallel tests, kill tests' lock holders and probes), so clients queue for a server connection as in production.
+POOLED_POOL_SIZE=4
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The second pass: the same tests, unmodified, with DATABASE_URL at a PgBouncer (transaction mode, a small pool)
+# in front of the same throwaway cluster (TEST_DIRECT_DATABASE_URL keeps the server's own address). Their output
+# goes to the same LEAK_CAPTURE_DIR, and their isolated databases live on the same cluster, for the leak scan.
+run_pooled_pass() (
+    local direct=$DATABASE_URL upstream dir port stats
+    upstream=$(echo "$direct" | sed -E 's#^[a-z]+://[^/]*:([0-9]+)/.*#\1#')
+    dir=$(mktemp -d /tmp/caregiver-push-pgbouncer.XXXXXX)
+    chmod 755 "$dir"
+    trap 'scripts/pgbouncer.sh stop "$dir/bouncer"; rm -rf "$dir"' EXIT
+    port=$(free_port)
+    scripts/pgbouncer.sh start "$dir/bouncer" "$port" "$upstream" "$POOLED_POOL_SIZE"
+    echo "test: the pooled pass — DATABASE_URL through PgBouncer on :$port (pool_mode = transaction," \
+        "default_pool_size = $POOLED_POOL_SIZE)" >&2
+    if [ "$#" -eq 0 ]; then set -- --filter "$POOLED_SUITES"; fi
+    DATABASE_URL=$(scripts/pgbouncer.sh url "$port") TEST_DIRECT_DATABASE_URL=$direct swift test --skip-build "$@"
+    # Proof that the pass ran through the pooler and that its pools were smaller than their clients: PgBouncer's
+    # own counters (SHOW STATS: transactions, and microseconds clients spent waiting for a server connection).
+    stats=$("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/psql" -h 127.0.0.1 -p "$port" -U postgres \
+        -d pgbouncer -qA -P footer=off -F ' ' -c 'SHOW STATS' | awk '
+            NR == 1 { for (i = 1; i <= NF; i++) column[$i] = i; next }
+            $1 != "pgbouncer" { x += $column["total_xact_count"]; w += $column["total_wait_time"] }
+            END { print x + 0, w + 0 }')
+    read -r transactions waited <<<"$stats"
+    echo "test: the pooled pass ran $transactions transactions through PgBouncer; clients waited" \
+        "$((waited / 1000)) ms in all for one of the pools' server connections" >&2
+    if [ "${transactions:-0}" -eq 0 ] || [ "${waited:-0}" -eq 0 ]; then
+        echo "test: the pooled pass did not queue behind its pools (transactions $transactions, wait $waited µs)" >&2
+        exit 1
+    fi
+)
 
 run_tests() {
     swift build
@@ -10,12 +57,24 @@ run_tests() {
     # Everything the functions and the runner say during the run is kept here for the leak scan at the end.
     LEAK_CAPTURE_DIR=$PWD/.build/leak-capture
     rm -rf "$LEAK_CAPTURE_DIR" && mkdir -p "$LEAK_CAPTURE_DIR"
-    export FUNCTIONS_BIN_DIR LEAK_CAPTURE_DIR
+    # The pooler tests must run here, not skip: the test command installs pgbouncer.
+    TEST_REQUIRE_PGBOUNCER=1
+    export FUNCTIONS_BIN_DIR LEAK_CAPTURE_DIR TEST_REQUIRE_PGBOUNCER
+    if [ "${1:-}" = "--pooled" ]; then
+        shift
+        swift build --build-tests
+        run_pooled_pass "$@"
+        return
+    fi
     scripts/contract.sh "$FUNCTIONS_BIN_DIR"
     scripts/release-check.sh
     swift test "$@"
-    # The app's view of the CaregiverPushClient product: a package outside this one, public API only (whole runs).
-    [ "$#" -gt 0 ] || swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer
+    # Whole runs only: the app's view of the CaregiverPushClient product (a package outside this one, public API
+    # only), and the executable suites again behind PgBouncer.
+    if [ "$#" -eq 0 ]; then
+        swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer
+        run_pooled_pass
+    fi
     # Only a whole run (no filter) has captured enough to judge. First the scan must catch a planted token.
     if [ "$#" -eq 0 ]; then
         planted=$(mktemp -d /tmp/caregiver-push-leak-selftest.XXXXXX)

@@ -125,6 +125,14 @@ public struct FunctionHandler<E: Endpoint> {
                     "config.variable": "DATABASE_URL", "config.reason": "cannot be parsed as a connection string",
                 ])
             return .internalError()
+        case let postgresError as PostgresError where postgresError.code == .startupParameterRefused:
+            logger.error(
+                "function is misconfigured",
+                metadata: [
+                    "config.variable": "DATABASE_URL",
+                    "config.reason": "sets a startup parameter the server or its pooler refuses (options=…?)",
+                ])
+            return .internalError()
         case let postgresError as PostgresError where postgresError.code == .invalidParameter:
             logger.warning("request refused", metadata: ["db.code": .string(postgresError.code.description)])
             return .badRequest("The request holds a NUL character, which cannot be stored.")

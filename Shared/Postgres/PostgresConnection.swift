@@ -32,6 +32,12 @@ public final class PostgresConnection {
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.errorMessage(of: connection)
             PQfinish(connection)
+            // libpq gives no SQLSTATE for a failed start-up, only the text. PgBouncer refuses any start-up parameter
+            // it does not track (`options=-c …` in DATABASE_URL, unless `ignore_startup_parameters` names it): no
+            // retry will ever get through, so it is not reported as an outage.
+            if message.contains("unsupported startup parameter") {
+                throw PostgresError(.startupParameterRefused, serverMessage: message)
+            }
             throw PostgresError(.connectionFailed, serverMessage: message)
         }
         // libpq prints NOTICEs to stderr by default; stderr carries our JSON log lines, so drop them.

@@ -7,7 +7,7 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
             case connectionFailed, connectionLost, server, unexpectedResult, decoding, invalidConnectionString
-            case invalidParameter
+            case invalidParameter, startupParameterRefused
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -27,6 +27,9 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         /// A bind value (or the SQL) holds a NUL, which libpq's text protocol would silently cut short. Refused before
         /// anything is sent.
         public static let invalidParameter = Code(.invalidParameter)
+        /// The server or a pooler in front of it refused a startup parameter the connection string sets (PgBouncer
+        /// answers `unsupported startup parameter: options` to `options=-c …`): a configuration error, not an outage.
+        public static let startupParameterRefused = Code(.startupParameterRefused)
 
         public var description: String { base.rawValue }
     }
@@ -50,6 +53,8 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         guard let sqlState else { return false }
         // Class 08 — connection exception; 57P01..57P03 — admin shutdown, crash shutdown, cannot connect now.
         if sqlState.rawValue.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState.rawValue) { return true }
+        // 53300 too_many_connections: past max_connections (a proxy that connects lazily reports it on a query).
+        if sqlState == .tooManyConnections { return true }
         // A wait past lock_timeout or statement_timeout, or a conflict that outlived its retries.
         return [.lockNotAvailable, .queryCanceled, .serializationFailure, .deadlockDetected].contains(sqlState)
     }
@@ -82,4 +87,5 @@ public struct SQLState: RawRepresentable, Hashable, Sendable {
     public static let undefinedTable = SQLState(rawValue: "42P01")
     public static let queryCanceled = SQLState(rawValue: "57014")
     public static let lockNotAvailable = SQLState(rawValue: "55P03")
+    public static let tooManyConnections = SQLState(rawValue: "53300")
 }

@@ -19,6 +19,16 @@ do {
         connection, logger: Logger(label: "bench"))
     connection.close()
 
+    let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        .deletingLastPathComponent()
+    // `BENCH_ONLY=pooler`: that section alone, written to the output path (a quick run while working on it).
+    if environment["BENCH_ONLY"] == "pooler" {
+        let section = try poolerSection(binDirectory: binDirectory, databaseURL: databaseURL, environment: environment)
+        try ("# Benchmarks (pooler section only)\n" + section).write(toFile: output, atomically: true, encoding: .utf8)
+        print(section)
+        exit(0)
+    }
+
     let peer = FirebaseAdminPeer.Availability.fromEnvironment(environment, repetitions: 5)
     let peerAPIs = ["send_each", "send_each_async"]
     let fanOut = try FanOutBenchmark(
@@ -60,8 +70,6 @@ do {
     report += fanOutReport.markdown(chartFile: "benchmarks-fanout.svg")
     try fanOutReport.chart().render().write(
         to: docsDirectory.appendingPathComponent("benchmarks-fanout.svg"), atomically: true, encoding: .utf8)
-    let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        .deletingLastPathComponent()
     var functionEnvironment = ProcessInfo.processInfo.environment
     functionEnvironment["SUPABASE_JWT_SECRET"] = String(repeating: "r", count: 40)
     functionEnvironment["PUSH_ENVIRONMENT"] = "DEV"
@@ -218,6 +226,7 @@ do {
     for (query, plan) in table.plans {
         report += "\n\(query):\n\n```\n\(plan)\n```\n"
     }
+    report += try poolerSection(binDirectory: binDirectory, databaseURL: databaseURL, environment: environment)
     let rss = try functions.peakRSS()
     if !rss.isEmpty {
         report += """
@@ -240,4 +249,55 @@ do {
 } catch {
     FileHandle.standardError.write(Data("bench failed: \(String(reflecting: error))\n".utf8))
     exit(1)
+}
+
+/// Issue 18: cold push-register and a 200-invocation burst, through PgBouncer against directly.
+func poolerSection(binDirectory: URL, databaseURL: String, environment: [String: String]) throws -> String {
+    guard let poolerURL = environment["BENCH_POOLER_URL"] else {
+        return "\n## Behind PgBouncer\n\nNot measured: BENCH_POOLER_URL is not set (scripts/bench.sh starts it).\n"
+    }
+    let poolSize = environment["BENCH_POOLER_POOL_SIZE"] ?? "?"
+    let maxConnections = environment["PG_MAX_CONNECTIONS"] ?? "?"
+    let benchmark = PoolerBenchmark(binDirectory: binDirectory, databaseURL: databaseURL, poolerURL: poolerURL)
+    let cold = try benchmark.coldRegister(runs: 40)
+    let burst = try benchmark.burst(invocations: 200, rounds: 3)
+    return String(
+        format: """
+
+            ## Behind PgBouncer (transaction pooling)
+
+            The functions with `DATABASE_URL` at PgBouncer 1.18 (Debian's package; `pool_mode = transaction`,
+            `default_pool_size = %@`, on 127.0.0.1, `scripts/pgbouncer.sh`) against the same PostgreSQL directly
+            (`max_connections = %@`: enough for every direct client), in one run.
+
+            **Cold push-register**: a process per request, each registering a new device token, timed to stdout's EOF;
+            median of %d per path after one untimed request each, the paths alternated request by request. Through the
+            pooler a cold process skips PostgreSQL's backend start-up (fork, authentication, catalog caches: the pool's
+            server connections are already open) and pays one more hop on each of its statements' round trips.
+
+            | path | median ms | × direct |
+            |---|---:|---:|
+            | direct to PostgreSQL | %.2f | 1.00 |
+            | through PgBouncer | %.2f | %.2f |
+
+            **%d concurrent cold invocations**: `dose-record` processes released at the same instant, each recording a
+            new dose with one device to push to (the FCM emulator answering after 50 ms), %d rounds per path,
+            alternated; latency of each invocation from the release to its stdout's EOF, all rounds together. Peak
+            server connections: client backends seen in `pg_stat_activity` (sampled every 5 ms, the benchmark's own
+            seeding connection included).
+
+            | path | median ms | p99 ms | max ms | not 200 | peak server connections |
+            |---|---:|---:|---:|---:|---:|
+            | direct to PostgreSQL | %.1f | %.1f | %.1f | %d | %d |
+            | through PgBouncer | %.1f | %.1f | %.1f | %d | %d |
+            | **PgBouncer ÷ direct** | **%.2f** | **%.2f** | %.2f | | |
+
+            """, poolSize, maxConnections, cold.runs, cold.directMilliseconds, cold.pooledMilliseconds,
+        cold.pooledMilliseconds / cold.directMilliseconds, burst.invocations, burst.rounds,
+        burst.direct.medianMilliseconds, burst.direct.p99Milliseconds, burst.direct.maximumMilliseconds,
+        burst.direct.failures, burst.peakServerConnectionsDirect, burst.pooled.medianMilliseconds,
+        burst.pooled.p99Milliseconds, burst.pooled.maximumMilliseconds, burst.pooled.failures,
+        burst.peakServerConnectionsPooled, burst.pooled.medianMilliseconds / burst.direct.medianMilliseconds,
+        burst.pooled.p99Milliseconds / burst.direct.p99Milliseconds,
+        burst.pooled.maximumMilliseconds / burst.direct.maximumMilliseconds)
 }

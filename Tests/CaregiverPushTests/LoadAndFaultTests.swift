@@ -325,19 +325,22 @@ final class Timeline: Sendable {
 struct OwnDatabase: Sendable {
     let directory: String
     let port: Int
+    /// The server's `max_connections` (pg.sh's 200 when `nil`).
+    let maxConnections: Int?
 
     var url: String { "postgresql://postgres@127.0.0.1:\(port)/caregiver_push" }
 
-    init(port: Int) throws {
+    init(port: Int, maxConnections: Int? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("own-pg-\(UUID().uuidString)").path
         self.port = port
+        self.maxConnections = maxConnections
         start()
         let connection = try PostgresConnection(url: url)
         defer { connection.close() }
         try Migrator(directory: TestDatabase.migrationsDirectory).migrate(connection, logger: .init(label: "tests"))
     }
 
-    func start() { Self.pg(["start", directory, "\(port)"]) }
+    func start() { Self.pg(["start", directory, "\(port)"], maxConnections: maxConnections) }
     func stop() { Self.pg(["stop", directory]) }
 
     func remove() {
@@ -347,8 +350,10 @@ struct OwnDatabase: Sendable {
 
     /// Through `system(3)`, which waits for its child with `waitpid`. (Foundation's `Process` instead waits for a
     /// socket that descendants inherit to close; `pg.sh` now starts the server without it, see `DevStackTests`.)
-    private static func pg(_ arguments: [String]) {
+    private static func pg(_ arguments: [String], maxConnections: Int? = nil) {
         let script = TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg.sh").path
-        _ = system((["/bin/bash", script] + arguments).map { "'\($0)'" }.joined(separator: " ") + " >/dev/null")
+        let limit = maxConnections.map { "PG_MAX_CONNECTIONS=\($0) " } ?? ""
+        let command = (["/bin/bash", script] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        _ = system(limit + command + " >/dev/null")
     }
 }

@@ -126,8 +126,10 @@ final class LockHolder {
     init(url: String = TestDatabase.url) throws {
         self.url = url
         connection = try PostgresConnection(url: url, applicationName: "caregiver-push-tests")
-        backendPID = try connection.query("SELECT pg_backend_pid()").single?.decode(Int.self, at: 0) ?? -1
+        // The pid inside the transaction: behind a transaction-pooling proxy (the pooled test pass) a statement
+        // before BEGIN may run on another server session than the transaction that holds the locks.
         try connection.query("BEGIN")
+        backendPID = try connection.query("SELECT pg_backend_pid()").single?.decode(Int.self, at: 0) ?? -1
     }
 
     /// Whether some session is waiting for a lock this holder has.
