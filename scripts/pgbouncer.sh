@@ -17,22 +17,9 @@ set -euo pipefail
 DB_NAME=caregiver_push
 BINARY=/usr/sbin/pgbouncer
 
-# See scripts/pg.sh: a daemon must not keep our caller's descriptors (runner dev waits on a pipe's EOF).
-without_inherited_fds() (
-    for fd in /proc/self/fd/*; do
-        fd=${fd##*/}
-        if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
-    done
-    "$@"
-)
-
-as_owner() {
-    if [ "$(id -u)" -eq 0 ]; then
-        runuser -u postgres -- "$@"
-    else
-        "$@"
-    fi
-}
+# without_inherited_fds (a daemon must not keep our caller's descriptors: runner dev waits on a pipe's EOF) and
+# as_owner
+. "$(dirname "$0")/daemon-lib.sh"
 
 psql_bin() {
     if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/psql" ]; then

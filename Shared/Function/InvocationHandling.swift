@@ -103,15 +103,7 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
     /// The event's `id` when it is an EventBridge "Scheduled Event"; `nil` for `{}`.
     /// - Throws: a 400 ``Problem`` for anything else (not JSON, not an object, another `detail-type`).
     static func scheduledEventID(_ bytes: [UInt8]) throws(Problem) -> String? {
-        let document: JSONValue
-        do {
-            document = try JSONValue.parse(bytes)
-        } catch {
-            throw .badRequest("The event is not valid JSON.")
-        }
-        guard let members = document.objectValue else {
-            throw .badRequest("The event must be a JSON object: an EventBridge Scheduled Event, or {}.")
-        }
+        let members = try Problem.eventMembers(bytes, expected: "an EventBridge Scheduled Event, or {}")
         if members.isEmpty { return nil }
         guard members["detail-type"]?.stringValue == "Scheduled Event" else {
             throw .badRequest("The event is not an EventBridge Scheduled Event (detail-type).")
@@ -122,5 +114,23 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
     private static func isPrintableID(_ value: String) -> Bool {
         !value.isEmpty && value.utf8.count <= 128
             && value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    }
+}
+
+extension Problem {
+    /// The members of an event that must be a JSON object (a scheduled event, a custom-resource request).
+    /// - Parameter expected: what the event should have been, for the 400's detail.
+    /// - Throws: a 400 ``Problem`` when the bytes are not JSON, or not an object.
+    static func eventMembers(_ bytes: [UInt8], expected: String) throws(Problem) -> [String: JSONValue] {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(bytes)
+        } catch {
+            throw .badRequest("The event is not valid JSON.")
+        }
+        guard let members = document.objectValue else {
+            throw .badRequest("The event must be a JSON object: \(expected).")
+        }
+        return members
     }
 }

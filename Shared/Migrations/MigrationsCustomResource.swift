@@ -103,15 +103,7 @@ public struct MigrationsCustomResource: InvocationHandling {
     /// The request's fields; only `ResponseURL` is needed to answer at all (the others are checked by ``outcome``).
     /// - Throws: a 400 ``Problem`` when the event is not a JSON object with an `http(s)` `ResponseURL`.
     static func parse(_ bytes: [UInt8]) throws(Problem) -> Request {
-        let document: JSONValue
-        do {
-            document = try JSONValue.parse(bytes)
-        } catch {
-            throw .badRequest("The event is not valid JSON.")
-        }
-        guard let members = document.objectValue else {
-            throw .badRequest("The event must be a CloudFormation custom-resource request (a JSON object).")
-        }
+        let members = try Problem.eventMembers(bytes, expected: "a CloudFormation custom-resource request")
         guard let url = members["ResponseURL"]?.stringValue,
             url.hasPrefix("https://") || url.hasPrefix("http://"), url.utf8.count <= 8192
         else {

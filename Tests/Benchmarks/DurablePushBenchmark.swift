@@ -31,12 +31,7 @@ struct DurablePushBenchmark {
     private func doseEvent(session: String, medication: UUID, day: Int) throws -> Data {
         let date = TokyoClock.dateString(of: Date(timeIntervalSince1970: 1_735_689_600 + Double(day) * 86_400))
         let body = #"{"medicationId":"\#(medication.uuidString)","scheduledAt":"\#(date)T08:00:00+09:00"}"#
-        return try JSONEncoder().encode(
-            APIGatewayV2Request(
-                routeKey: "POST /api/dose-records", rawPath: "/api/dose-records",
-                headers: ["authorization": "Bearer \(session)", "content-type": "application/json"],
-                requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/dose-records")),
-                body: body))
+        return try BenchSeed.post("/api/dose-records", bearer: session, body: body)
     }
 
     struct OutboxRow {
@@ -145,6 +140,29 @@ struct DurablePushBenchmark {
 
 /// Rows the benchmarks create directly.
 enum BenchSeed {
+    /// The environment a benchmarked function process gets: this process's, plus the database, the HS256 secret,
+    /// DEV pushes, quiet logs and, with an emulator, what reaching it takes (its URL, key and CA).
+    static func functionEnvironment(
+        databaseURL: String, secret: String, emulator: InProcessEmulator?
+    ) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = databaseURL
+        environment["SUPABASE_JWT_SECRET"] = secret
+        environment["PUSH_ENVIRONMENT"] = "DEV"
+        environment["LOG_LEVEL"] = "warning"
+        if let emulator { environment.merge(emulator.environment) { _, new in new } }
+        return environment
+    }
+
+    /// An API Gateway 2.0 event for a JSON POST to `path` with a bearer token.
+    static func post(_ path: String, bearer: String, body: String) throws -> Data {
+        try JSONEncoder().encode(
+            APIGatewayV2Request(
+                routeKey: "POST \(path)", rawPath: path,
+                headers: ["authorization": "Bearer \(bearer)", "content-type": "application/json"],
+                requestContext: .init(requestId: "bench", http: .init(method: "POST", path: path)), body: body))
+    }
+
     /// A patient with a 08:00 medication and a session, and one linked caregiver with `devices` DEV devices
     /// (written in one statement).
     static func household(devices: Int, connection: PostgresConnection) throws -> (

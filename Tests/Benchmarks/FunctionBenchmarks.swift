@@ -12,15 +12,7 @@ struct FunctionBenchmarks {
     let secret = String(repeating: "s", count: 40)
 
     private func environment(_ emulator: InProcessEmulator?) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment["DATABASE_URL"] = databaseURL
-        environment["SUPABASE_JWT_SECRET"] = secret
-        environment["PUSH_ENVIRONMENT"] = "DEV"
-        environment["LOG_LEVEL"] = "warning"
-        if let emulator {
-            environment.merge(emulator.environment) { _, new in new }
-        }
-        return environment
+        BenchSeed.functionEnvironment(databaseURL: databaseURL, secret: secret, emulator: emulator)
     }
 
     /// A patient with one morning medication and a session; with a linked caregiver's device when `withDevice`.
@@ -31,12 +23,7 @@ struct FunctionBenchmarks {
 
     private func doseEvent(token: String, medication: UUID) throws -> Data {
         let body = #"{"medicationId":"\#(medication.uuidString)","scheduledAt":"2026-01-05T08:00:00+09:00"}"#
-        return try JSONEncoder().encode(
-            APIGatewayV2Request(
-                routeKey: "POST /api/dose-records", rawPath: "/api/dose-records",
-                headers: ["authorization": "Bearer \(token)", "content-type": "application/json"],
-                requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/dose-records")),
-                body: body))
+        return try BenchSeed.post("/api/dose-records", bearer: token, body: body)
     }
 
     /// Milliseconds from start to stdout's EOF (what a host waits for), and to exit.

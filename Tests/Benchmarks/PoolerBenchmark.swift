@@ -35,16 +35,7 @@ struct PoolerBenchmark {
     }
 
     private func environment(databaseURL: String, emulator: InProcessEmulator?) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment["DATABASE_URL"] = databaseURL
-        environment["SUPABASE_JWT_SECRET"] = secret
-        environment["PUSH_ENVIRONMENT"] = "DEV"
-        environment["LOG_LEVEL"] = "warning"
-        if let emulator {
-            environment["FCM_API_BASE_URL"] = emulator.baseURL
-            environment["FCM_SERVICE_ACCOUNT_JSON"] = Data(emulator.serviceAccountJSON.utf8).base64EncodedString()
-        }
-        return environment
+        BenchSeed.functionEnvironment(databaseURL: databaseURL, secret: secret, emulator: emulator)
     }
 
     /// Cold `push-register` (a process per request, a new device token each time) to stdout's EOF, `runs` times
@@ -59,12 +50,7 @@ struct PoolerBenchmark {
             using: .hmac(secret: Array(secret.utf8)))
         func event() throws -> Data {
             let body = #"{"token":"bench-pool-\#(UUID().uuidString)","platform":"ios","environment":"DEV"}"#
-            return try JSONEncoder().encode(
-                APIGatewayV2Request(
-                    routeKey: "POST /api/push/register", rawPath: "/api/push/register",
-                    headers: ["authorization": "Bearer \(token)", "content-type": "application/json"],
-                    requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/push/register")),
-                    body: body))
+            return try BenchSeed.post("/api/push/register", bearer: token, body: body)
         }
         let paths = [databaseURL, poolerURL].map { environment(databaseURL: $0, emulator: nil) }
         var samples: [[Double]] = [[], []]
@@ -131,12 +117,7 @@ struct PoolerBenchmark {
 
     private func doseEvent(session: String, medication: UUID) throws -> Data {
         let body = #"{"medicationId":"\#(medication.uuidString)","scheduledAt":"2026-01-05T08:00:00+09:00"}"#
-        return try JSONEncoder().encode(
-            APIGatewayV2Request(
-                routeKey: "POST /api/dose-records", rawPath: "/api/dose-records",
-                headers: ["authorization": "Bearer \(session)", "content-type": "application/json"],
-                requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/dose-records")),
-                body: body))
+        return try BenchSeed.post("/api/dose-records", bearer: session, body: body)
     }
 
     private func milliseconds(_ duration: Duration) -> Double {

@@ -42,10 +42,7 @@ struct FCMOverTLSTests {
         let database = try IsolatedDatabase()
         let first = try DurablePushTests.home(in: database, devices: 3)
         let second = try DurablePushTests.home(in: database, devices: 3)
-        let table = FileManager.default.temporaryDirectory.appendingPathComponent("table-\(UUID().uuidString).json")
-        try
-            #"{"functions":[{"name":"dose-record","method":"POST","path":"/api/dose-records","timeoutSeconds":10,"memoryMB":128,"concurrency":1}]}"#
-            .write(to: table, atomically: true, encoding: .utf8)
+        let table = try doseRecordOnlyTable(timeoutSeconds: 10)
         defer { try? FileManager.default.removeItem(at: table) }
         let server = try RunnerServer(
             arguments: ["--mode", "warm", "--warm-workers", "1", "--debug-headers", "--functions", table.path],

@@ -236,10 +236,7 @@ struct PushSweepTests {
         let home = try DurablePushTests.home(in: database)
         // The runner plays Lambda: Lambda-Runtime-Deadline-Ms is the hand-out plus the table's 2 s, and a worker not
         // back at /next by then is killed.
-        let table = FileManager.default.temporaryDirectory.appendingPathComponent("deadline-\(UUID().uuidString).json")
-        try
-            #"{"functions":[{"name":"dose-record","method":"POST","path":"/api/dose-records","timeoutSeconds":2,"memoryMB":128,"concurrency":1}]}"#
-            .write(to: table, atomically: true, encoding: .utf8)
+        let table = try doseRecordOnlyTable(timeoutSeconds: 2)
         defer { try? FileManager.default.removeItem(at: table) }
         let server = try RunnerServer(
             arguments: [

@@ -251,3 +251,12 @@ func announcedLine(_ stdout: Pipe) -> JSONValue? {
     }
     return try? JSONValue.parse(Array(announced.prefix { $0 != UInt8(ascii: "\n") }))
 }
+
+/// A function table holding `dose-record` alone (concurrency 1), written to a temporary file for `--functions`.
+func doseRecordOnlyTable(timeoutSeconds: Int) throws -> URL {
+    let table = FileManager.default.temporaryDirectory.appendingPathComponent("table-\(UUID().uuidString).json")
+    try
+        #"{"functions":[{"name":"dose-record","method":"POST","path":"/api/dose-records","timeoutSeconds":\#(timeoutSeconds),"memoryMB":128,"concurrency":1}]}"#
+        .write(to: table, atomically: true, encoding: .utf8)
+    return table
+}
