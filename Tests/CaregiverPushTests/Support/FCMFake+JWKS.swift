@@ -3,8 +3,10 @@ import Foundation
 
 /// The emulator's fake Supabase JWKS endpoint: what it serves, whether it is down, how often it was fetched.
 extension FCMFake {
-    /// `SUPABASE_JWKS_URL` for this fake, built from its base URL (whatever scheme the emulator speaks).
-    var jwksURL: String { baseURL + "/auth/v1/.well-known/jwks.json" }
+    /// `SUPABASE_JWKS_URL` for this fake, built from its base URL (whatever scheme the emulator speaks). The query
+    /// names this fake: the shared cache is keyed by URL, and a later fake may get an earlier one's port, whose row
+    /// (a recent attempt, a document of other keys) would otherwise be this test's starting state.
+    var jwksURL: String { baseURL + "/auth/v1/.well-known/jwks.json?fake=" + clientEmail.prefix { $0 != "@" } }
 
     /// Serves `document` from now on (the key sets a test rotates through, or garbage on purpose).
     func serveJWKS(_ document: String) throws {
