@@ -19,6 +19,8 @@ let functions: [(product: String, target: String)] = [
     ("db-migrate", "DbMigrate"),
 ]
 
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+
 let package = Package(
     name: "caregiver-push",
     // iOS is for the app's `CaregiverPushClient` (iOS 17+); the server's targets only ever build on Linux and macOS.
@@ -26,7 +28,10 @@ let package = Package(
     products: functions.map { .executable(name: $0.product, targets: [$0.target]) } + [
         .executable(name: "runner", targets: ["Runner"]),
         .executable(name: "bench", targets: ["Benchmarks"]),
-        .library(name: "CaregiverPush", targets: ["CaregiverPush"]),
+        // The domain layer with the layers under it, for the fuzz package (Tests/Fuzz), which imports several.
+        .library(
+            name: "CaregiverPush",
+            targets: ["Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush"]),
         // What the caregiver's iOS app adds through SwiftPM: deep links, the push toggle, token lifecycle, API client.
         .library(name: "CaregiverPushClient", targets: ["CaregiverPushClient"]),
     ],
@@ -50,15 +55,39 @@ let package = Package(
             name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // prlimit(2) for the host's per-function memory limit (Swift's Glibc module does not expose it).
         .target(name: "CProcessLimits", path: "Shared/C/CProcessLimits"),
+        // The layers, bottom to top (docs/architecture.md). Each target names only what it uses; none re-exports another.
+        // Functions link Codecs … CaregiverPush, all on FoundationEssentials; FunctionHostKit and Migrations are above.
+        .target(name: "Codecs", path: "Shared/Codecs", swiftSettings: strict),
+        .target(name: "Libpq", dependencies: ["CLibpq", "Codecs", logging], path: "Shared/Libpq", swiftSettings: strict),
+        .target(name: "Curl", dependencies: ["CCurl", "Codecs"], path: "Shared/Curl", swiftSettings: strict),
+        .target(
+            name: "OpenSSLCrypto", dependencies: ["COpenSSL", "Codecs"], path: "Shared/OpenSSLCrypto",
+            swiftSettings: strict),
+        .target(
+            name: "JOSE", dependencies: ["Codecs", "OpenSSLCrypto", logging], path: "Shared/JOSE", swiftSettings: strict),
+        .target(
+            name: "FunctionRuntime", dependencies: ["Codecs", "Curl", logging], path: "Shared/FunctionRuntime",
+            swiftSettings: strict),
         .target(
             name: "CaregiverPush",
             dependencies: [
-                "CLibpq", "CCurl", "COpenSSL", "CProcessLimits",
-                .product(name: "Logging", package: "swift-log"),
-                "PushPayloadContract",
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "PushPayloadContract", logging,
             ],
-            path: "Shared",
-            exclude: ["C"],
+            path: "Shared/CaregiverPush",
+            swiftSettings: strict
+        ),
+        // The schema: `runner migrate`, the tests and the `db-migrate` custom-resource function.
+        .target(
+            name: "Migrations",
+            dependencies: ["Codecs", "Libpq", "Curl", "FunctionRuntime", "CaregiverPush", logging],
+            path: "Shared/Migrations",
+            swiftSettings: strict
+        ),
+        // Runner and tests only: process supervision and the function table (full Foundation is fine here).
+        .target(
+            name: "FunctionHostKit",
+            dependencies: ["CProcessLimits", "Codecs", logging],
+            path: "Shared/FunctionHostKit",
             swiftSettings: strict
         ),
         // The push payload's slot enum, `data` keys and `type`: the one definition the server's message builder and
@@ -74,7 +103,7 @@ let package = Package(
         .target(
             name: "FCMEmulator",
             dependencies: [
-                "CaregiverPush",
+                "Codecs", "OpenSSLCrypto", "JOSE", "CaregiverPush", "FunctionHostKit",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -89,7 +118,8 @@ let package = Package(
         .executableTarget(
             name: "Runner",
             dependencies: [
-                "CaregiverPush",
+                "Codecs", "Libpq", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                "FunctionHostKit", "CProcessLimits",
                 "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -107,7 +137,8 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
-                "CaregiverPush",
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                "FunctionHostKit",
                 "FCMEmulator",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -119,7 +150,8 @@ let package = Package(
         .testTarget(
             name: "CaregiverPushTests",
             dependencies: [
-                "CaregiverPush",
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                "FunctionHostKit", "CProcessLimits",
                 "CaregiverPushClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -129,6 +161,9 @@ let package = Package(
     ]
         + functions.map {
             .executableTarget(
-                name: $0.target, dependencies: ["CaregiverPush"], path: "Functions/\($0.target)", swiftSettings: strict)
+                name: $0.target,
+                // db-migrate also applies the schema; every other function knows only the domain layer.
+                dependencies: $0.target == "DbMigrate" ? ["CaregiverPush", "Migrations"] : ["CaregiverPush"],
+                path: "Functions/\($0.target)", swiftSettings: strict)
         }
 )

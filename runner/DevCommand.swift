@@ -1,3 +1,10 @@
+import Codecs
+import Libpq
+import OpenSSLCrypto
+import JOSE
+import FunctionRuntime
+import Migrations
+import FunctionHostKit
 import ArgumentParser
 import CaregiverPush
 import FCMEmulator

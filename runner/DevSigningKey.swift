@@ -1,3 +1,6 @@
+import Codecs
+import OpenSSLCrypto
+import JOSE
 import CaregiverPush
 import Foundation
 

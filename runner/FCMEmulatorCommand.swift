@@ -1,3 +1,5 @@
+import Codecs
+import FunctionRuntime
 import ArgumentParser
 import CaregiverPush
 import FCMEmulator

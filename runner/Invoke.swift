@@ -1,3 +1,4 @@
+import FunctionHostKit
 import ArgumentParser
 import CaregiverPush
 import Foundation

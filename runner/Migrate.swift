@@ -1,3 +1,6 @@
+import Libpq
+import FunctionRuntime
+import Migrations
 import ArgumentParser
 import CaregiverPush
 import Foundation

@@ -1,3 +1,4 @@
+import JOSE
 import ArgumentParser
 import CaregiverPush
 import Foundation

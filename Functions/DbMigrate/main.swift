@@ -1,9 +1,10 @@
 import CaregiverPush
-import Foundation
+import FoundationEssentials
+import Migrations
 
 // A CloudFormation custom resource: reads CloudFormation's request (on stdin, or from the Runtime API on Lambda),
 // applies the migrations on Create and Update, and PUTs the outcome to the request's ResponseURL.
-FunctionHost.main(name: "db-migrate") { configuration, logger in
+CaregiverFunction.main(name: "db-migrate") { configuration, logger in
     MigrationsCustomResource(
         configuration: configuration, logger: logger,
         migrationsDirectory: MigrationsCustomResource.migrationsDirectory(

@@ -1,4 +1,4 @@
 import CaregiverPush
 
 // Reads one API Gateway 2.0 event on stdin and writes the response on stdout (see FunctionHost).
-FunctionHost.main(DoseRecord())
+CaregiverFunction.main(DoseRecord())

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension UUID {
     /// A UUID from exactly its 36-character text form: 8-4-4-4-12 hexadecimal digits (either case) and four hyphens,

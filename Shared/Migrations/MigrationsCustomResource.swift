@@ -1,4 +1,8 @@
-import Foundation
+import Libpq
+import Curl
+import FunctionRuntime
+import CaregiverPush
+import FoundationEssentials
 import Logging
 
 /// `db-migrate`: a CloudFormation custom resource that applies the migrations when the stack is created or updated
@@ -74,7 +78,13 @@ public struct MigrationsCustomResource: InvocationHandling {
         var responded: Bool
     }
 
-    public func handle(_ input: InvocationInput, database: DatabaseSession, push: PushResources) -> InvocationResult {
+    public var metricsNamespace: String { configuration.metricsNamespace }
+
+    public func release(_ resources: FunctionResources) {
+        resources.release()
+    }
+
+    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationResult {
         let request: Request
         do {
             request = try Self.parse(input.eventBytes)
@@ -237,7 +247,7 @@ public struct MigrationsCustomResource: InvocationHandling {
                     "custom-resource response not delivered",
                     metadata: ["error": .string(error.description), "attempt": .stringConvertible(attempt)])
             }
-            if attempt < 3 { Thread.sleep(forTimeInterval: Double(attempt)) }
+            if attempt < 3 { sleepThread(seconds: Double(attempt)) }
         }
         return false
     }

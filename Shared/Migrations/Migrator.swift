@@ -1,4 +1,5 @@
-import Foundation
+import Libpq
+import FoundationEssentials
 import Logging
 
 /// Applies `infra/migrations/NNNNNN_name.up.sql` in order, each once, recording them in `schema_migrations`.

@@ -1,3 +1,5 @@
+import Libpq
+import OpenSSLCrypto
 import CaregiverPush
 import Foundation
 

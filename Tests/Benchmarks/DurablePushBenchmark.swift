@@ -1,3 +1,7 @@
+import Codecs
+import Libpq
+import FunctionRuntime
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Logging

@@ -1,3 +1,4 @@
+import Libpq
 import CaregiverPush
 import Foundation
 import Logging

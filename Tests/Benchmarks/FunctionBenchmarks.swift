@@ -1,3 +1,5 @@
+import Libpq
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Logging

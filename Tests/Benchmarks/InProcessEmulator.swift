@@ -1,3 +1,4 @@
+import OpenSSLCrypto
 import CaregiverPush
 import FCMEmulator
 import Foundation

@@ -1,3 +1,5 @@
+import Codecs
+import FunctionHostKit
 import CaregiverPush
 import FCMEmulator
 import Foundation

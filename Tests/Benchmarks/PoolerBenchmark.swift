@@ -1,3 +1,7 @@
+import Codecs
+import Libpq
+import JOSE
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 

@@ -1,3 +1,8 @@
+import Codecs
+import Curl
+import JOSE
+import FunctionRuntime
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 

@@ -1,3 +1,7 @@
+import Codecs
+import Libpq
+import Curl
+import Migrations
 import CaregiverPush
 import Foundation
 import Logging

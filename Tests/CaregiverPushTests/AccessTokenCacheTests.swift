@@ -1,3 +1,5 @@
+@testable import Codecs
+@testable import Curl
 @testable import CaregiverPush
 import Foundation
 import Logging

@@ -1,3 +1,5 @@
+import OpenSSLCrypto
+import JOSE
 import CaregiverPush
 import Foundation
 import Testing

@@ -1,3 +1,5 @@
+import Codecs
+import Libpq
 import CaregiverPush
 import Foundation
 import Logging

@@ -1,3 +1,4 @@
+import FunctionRuntime
 import CaregiverPush
 import Foundation
 import Testing

@@ -1,3 +1,6 @@
+import Codecs
+import FunctionRuntime
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+@testable import Curl
 @testable import CaregiverPush
 import Foundation
 import Testing

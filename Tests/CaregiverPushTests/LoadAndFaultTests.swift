@@ -1,3 +1,5 @@
+import Libpq
+import Migrations
 import CaregiverPush
 import Foundation
 import Logging

@@ -1,3 +1,6 @@
+import Codecs
+import Libpq
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Synchronization

@@ -1,3 +1,5 @@
+@testable import Libpq
+@testable import Migrations
 @testable import CaregiverPush
 import Foundation
 import Logging

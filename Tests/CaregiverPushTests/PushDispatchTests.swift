@@ -1,3 +1,7 @@
+@testable import Codecs
+@testable import Libpq
+@testable import Curl
+@testable import OpenSSLCrypto
 @testable import CaregiverPush
 import Foundation
 import Synchronization

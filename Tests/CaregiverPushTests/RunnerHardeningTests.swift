@@ -1,3 +1,7 @@
+import Codecs
+import Curl
+import OpenSSLCrypto
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Synchronization

@@ -1,3 +1,4 @@
+@testable import Codecs
 @testable import CaregiverPush
 import Foundation
 import Testing

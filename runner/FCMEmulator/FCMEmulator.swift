@@ -1,4 +1,7 @@
 import CaregiverPush
+import Codecs
+import OpenSSLCrypto
+import JOSE
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,4 +1,4 @@
-import CaregiverPush
+import Codecs
 import Foundation
 import NIOCore
 

@@ -1,4 +1,4 @@
-import CaregiverPush
+import Codecs
 
 /// How the emulator answers a device token, chosen by a marker inside the token (a real FCM token never holds one),
 /// so that tests and developers can pick each error of FCM-NOTES per device.

@@ -1,3 +1,5 @@
+import Codecs
+import FunctionRuntime
 import CaregiverPush
 import Foundation
 import HTTPTypes

@@ -1,3 +1,5 @@
+import OpenSSLCrypto
+import FunctionHostKit
 import CaregiverPush
 import FCMEmulator
 import Foundation

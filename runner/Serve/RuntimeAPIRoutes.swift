@@ -1,3 +1,6 @@
+import Codecs
+import Curl
+import OpenSSLCrypto
 import CaregiverPush
 import Foundation
 import HTTPTypes

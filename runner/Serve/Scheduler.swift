@@ -1,3 +1,5 @@
+import Codecs
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Logging

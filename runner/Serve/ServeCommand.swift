@@ -1,3 +1,4 @@
+import FunctionRuntime
 import ArgumentParser
 import CaregiverPush
 import FCMEmulator

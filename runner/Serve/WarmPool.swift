@@ -1,3 +1,5 @@
+import FunctionRuntime
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Logging

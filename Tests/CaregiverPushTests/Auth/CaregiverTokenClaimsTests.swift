@@ -1,3 +1,4 @@
+@testable import Codecs
 import Foundation
 import Testing
 

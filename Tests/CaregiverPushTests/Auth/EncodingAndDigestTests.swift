@@ -1,3 +1,5 @@
+@testable import Codecs
+@testable import OpenSSLCrypto
 import Foundation
 import Testing
 

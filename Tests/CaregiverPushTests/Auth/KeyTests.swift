@@ -1,3 +1,6 @@
+@testable import Codecs
+@testable import OpenSSLCrypto
+@testable import JOSE
 import Foundation
 import Testing
 

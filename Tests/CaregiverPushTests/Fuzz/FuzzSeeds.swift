@@ -1,3 +1,7 @@
+@testable import Codecs
+@testable import OpenSSLCrypto
+@testable import JOSE
+@testable import FunctionRuntime
 import Foundation
 import Testing
 

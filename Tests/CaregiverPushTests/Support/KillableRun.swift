@@ -1,3 +1,5 @@
+import Libpq
+import FunctionRuntime
 import CaregiverPush
 import Foundation
 import Synchronization

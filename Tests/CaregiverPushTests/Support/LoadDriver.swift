@@ -1,3 +1,7 @@
+import Codecs
+import Libpq
+import OpenSSLCrypto
+import Migrations
 import CaregiverPush
 import Foundation
 import Logging

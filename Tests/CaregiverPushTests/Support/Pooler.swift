@@ -1,3 +1,4 @@
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 

@@ -1,3 +1,5 @@
+import Codecs
+import Curl
 import CaregiverPush
 import Foundation
 import Synchronization

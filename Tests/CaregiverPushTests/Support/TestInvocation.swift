@@ -1,3 +1,6 @@
+import Codecs
+import JOSE
+import FunctionRuntime
 import CaregiverPush
 import Foundation
 import Logging

@@ -1,3 +1,7 @@
+@testable import Codecs
+@testable import OpenSSLCrypto
+@testable import JOSE
+@testable import FunctionRuntime
 // The invariants the libFuzzer harnesses assert, one check per fuzz target.
 //
 // This one file is compiled twice: into the fuzz package's `FuzzChecks` module, and (through a symbolic link) into

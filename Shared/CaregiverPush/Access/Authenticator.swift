@@ -1,0 +1,141 @@
+import Libpq
+import JOSE
+import FunctionRuntime
+import FoundationEssentials
+import Logging
+
+/// Turns an `Authorization` header into a ``Principal`` (SPEC §4), or a 401 that never says which check failed.
+///
+/// One per process, kept across warm invocations (``FunctionHandler`` owns it): `SUPABASE_JWKS` is parsed once, on
+/// first use, and the `SUPABASE_JWKS_URL` set (``RemoteJWKS``) keeps its in-memory copy. The reason for a rejection
+/// goes to the log as `auth.reason`; the token itself never does.
+public final class Authenticator {
+    private enum State {
+        case unloaded
+        case ready(CaregiverTokenVerifier, RemoteJWKS?)
+        case misconfigured(ConfigurationError)
+    }
+
+    private let configuration: Configuration
+    private var state = State.unloaded
+
+    /// Reads nothing yet: the key sets are loaded by the first ``authenticate(_:context:)``, which can log.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Verifies the request's bearer token.
+    /// - Parameters:
+    ///   - request: the request; only its `Authorization` header is read.
+    ///   - context: for the clock, the log, and the database (patient sessions and the shared JWKS are there).
+    /// - Throws: ``Problem`` 401; ``PostgresError`` when a patient session or the shared JWKS cannot be read;
+    ///   ``ConfigurationError`` when no way to verify caregiver tokens is configured.
+    public func authenticate(_ request: FunctionRequest, context: InvocationContext) throws -> Principal {
+        guard let token = Self.bearerToken(request.header("authorization")) else {
+            context.logger.info("request rejected", metadata: ["auth.reason": "missingBearer"])
+            throw Problem.unauthorized()
+        }
+        if token.hasPrefix(PatientSessionToken.prefix) {
+            return try authenticatePatient(token, context: context)
+        }
+        let (verifier, remote) = try load(logger: context.logger)
+        do {
+            let fetched = try remoteKeys(for: token, remote: remote, verifier: verifier, context: context)
+            let identity = try verifier.verify(token, now: context.now, fetchedKeys: fetched)
+            return .caregiver(id: identity.userID)
+        } catch let rejection as TokenRejection {
+            context.logger.info("request rejected", metadata: ["auth.reason": .string(rejection.reason.rawValue)])
+            throw Problem.unauthorized()
+        } catch let unavailable as RemoteJWKSUnavailable {
+            var metadata: Logger.Metadata = [
+                "auth.reason": .string(unavailable.reason), "config.variable": "SUPABASE_JWKS_URL",
+            ]
+            if let age = unavailable.age { metadata["jwks.age_s"] = .stringConvertible(Int(age)) }
+            context.logger.error("request rejected: no trusted signing keys", metadata: metadata)
+            throw Problem.unauthorized()
+        }
+    }
+
+    /// The `SUPABASE_JWKS_URL` set for a token that names a key by `kid` and an asymmetric `alg`, when the inline set
+    /// does not have that key; `nil` when the token needs no fetched key (HS256 tokens never cause a fetch).
+    private func remoteKeys(
+        for token: String, remote: RemoteJWKS?, verifier: CaregiverTokenVerifier, context: InvocationContext
+    ) throws -> JWKS? {
+        guard let remote else { return nil }
+        let header = try CaregiverTokenVerifier.header(of: token)
+        guard header.asymmetricAlgorithm != nil, let keyID = header.keyID, !verifier.hasConfiguredKey(id: keyID)
+        else { return nil }
+        return try remote.keys(for: keyID, database: context.database, now: context.now, logger: context.logger)
+    }
+
+    /// Builds the verifier once per process. A `SUPABASE_JWKS` that is not a key set at all is logged as an error
+    /// and left out when another way to verify tokens is configured (the secret, the URL), so that HS256 tokens
+    /// still verify; with nothing else configured it is a configuration error (500), as a missing secret is.
+    private func load(logger: Logger) throws(ConfigurationError) -> (CaregiverTokenVerifier, RemoteJWKS?) {
+        if case .unloaded = state { state = makeState(logger: logger) }
+        switch state {
+        case .ready(let verifier, let remote): return (verifier, remote)
+        case .misconfigured(let error): throw error
+        case .unloaded: throw ConfigurationError(variable: "SUPABASE_JWKS", reason: "could not be loaded")
+        }
+    }
+
+    private func makeState(logger: Logger) -> State {
+        var jwks: JWKS?
+        if let json = configuration.jwksJSON {
+            do {
+                let parsed = try JWKS(json: json)
+                parsed.logSkippedKeys(logger, source: "SUPABASE_JWKS")
+                jwks = parsed
+            } catch {
+                let error = ConfigurationError(variable: "SUPABASE_JWKS", reason: "is not a JWKS document")
+                guard configuration.jwtSecret != nil || configuration.jwksURL != nil else {
+                    return .misconfigured(error)
+                }
+                logger.error(
+                    "function is misconfigured; verifying with the other configured keys",
+                    metadata: ["config.variable": "SUPABASE_JWKS", "config.reason": .string(error.reason)])
+            }
+        }
+        let verifier = CaregiverTokenVerifier(
+            hs256Secret: configuration.jwtSecret.map { Array($0.utf8) }, jwks: jwks,
+            audience: configuration.jwtAudience, issuer: configuration.jwtIssuer)
+        return .ready(verifier, configuration.jwksURL.map { RemoteJWKS(url: $0, trust: configuration.trustStore) })
+    }
+
+    private func authenticatePatient(_ text: String, context: InvocationContext) throws -> Principal {
+        guard let token = PatientSessionToken(text) else {
+            context.logger.info("request rejected", metadata: ["auth.reason": "malformedPatientToken"])
+            throw Problem.unauthorized()
+        }
+        let hash = PostgresBytes(token.hash)
+        // A transaction of its own, though it is one read: only a transaction carries the session's bounds (`SET
+        // LOCAL` lock and statement timeouts; a statement outside one gets the server's defaults, usually none).
+        // Unbounded, a lookup stuck behind a lock (a migration's ALTER TABLE) would wait as long as the host lets
+        // it, and behind a transaction-pooling proxy hold one of the pool's few server connections all that time.
+        // Two more round trips (BEGIN with the settings, COMMIT) are the price; SET without LOCAL is not an option:
+        // it would stay on the pooled server session for whoever gets it next.
+        let rows = try context.database.withTransaction(logger: context.logger) { connection in
+            try connection.query(
+                """
+                SELECT id, patient_id FROM patient_sessions
+                WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(context.now)
+                """)
+        }
+        guard let row = rows.single else {
+            context.logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
+            throw Problem.unauthorized()
+        }
+        let (sessionID, patientID) = try row.decode((UUID, UUID).self)
+        return .patient(id: patientID, sessionID: sessionID)
+    }
+
+    /// The credentials of `Bearer <token>` (scheme case-insensitive, RFC 9110 §11.1), or `nil`.
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingOptionalWhitespace()
+        return token.isEmpty ? nil : token
+    }
+}

@@ -1,0 +1,18 @@
+import FunctionRuntime
+import FoundationEssentials
+
+/// Who is calling, once their bearer token has been verified.
+public enum Principal: Sendable, Equatable {
+    /// A caregiver: the `sub` of a verified Supabase access token.
+    case caregiver(id: UUID)
+    /// A patient, through an unrevoked, unexpired session token.
+    case patient(id: UUID, sessionID: UUID)
+
+    /// The caregiver's id, or 403 for a patient (SPEC §4: a valid patient token on a caregiver-only endpoint).
+    public func requireCaregiver() throws(Problem) -> UUID {
+        switch self {
+        case .caregiver(let id): return id
+        case .patient: throw .forbidden("This endpoint is for caregivers.")
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import Libpq
+import Curl
+import FunctionRuntime
+import FoundationEssentials
+
+/// Everything a function reads from its environment, read once at start (SPEC §3).
+///
+/// Reading never fails: a missing or malformed variable is kept as a ``ConfigurationError`` and reported when
+/// something needs it, so that a misconfigured function still answers each invocation with a 500 problem and a
+/// log line naming the variable, instead of dying without a response.
+public struct Configuration: Sendable {
+    public enum PushEnvironment: String, Sendable, CaseIterable {
+        case development = "DEV"
+        case production = "PROD"
+    }
+
+    public var databaseURL: String?
+    /// `SUPABASE_JWT_SECRET`: HS256 secret, used as its UTF-8 bytes (as Supabase does).
+    public var jwtSecret: String?
+    /// `SUPABASE_JWKS`, with a `@/path` reference already read.
+    public var jwksJSON: String?
+    /// `SUPABASE_JWKS_URL`: where the project publishes its signing keys; `https://`, or `http://` on a loopback host
+    /// (a local emulator).
+    public var jwksURL: String?
+    public var jwtAudience: String
+    public var jwtIssuer: String?
+    public var pushEnvironment: PushEnvironment?
+    /// `FCM_SERVICE_ACCOUNT_JSON` (base64 of the key file) as given.
+    public var fcmServiceAccountBase64: String?
+    public var fcmServiceAccountFile: String?
+    public var fcmAPIBaseURL: String
+    public var pushSendDeadlineMilliseconds: Int
+    /// `DATABASE_LOCK_TIMEOUT_MS` and `DATABASE_STATEMENT_TIMEOUT_MS`: every transaction's bounds.
+    public var transactionSettings: TransactionSettings
+    /// `PUSH_MAX_AGE_SECONDS`: a delivery whose event was committed longer ago is never sent (`EXPIRED`).
+    public var pushMaxAgeSeconds: Int
+    /// `PUSH_DEVICE_STALE_DAYS`: `push-sweep` disables devices not seen for this long (`STALE`).
+    public var pushDeviceStaleDays: Int
+    /// `PUSH_RETENTION_DAYS`: `push-sweep` deletes final deliveries and their events older than this.
+    public var pushRetentionDays: Int
+    /// `PUSH_SWEEP_BATCH_SIZE`: deliveries one lease of `push-sweep` takes.
+    public var pushSweepBatchSize: Int
+    /// `PUSH_SWEEP_TIME_LIMIT_MS`: how long one `push-sweep` run may lease and send, when its host gives no
+    /// deadline of its own (one-shot mode); under the Runtime API the invocation's deadline bounds it too.
+    public var pushSweepTimeLimitMilliseconds: Int
+    /// `METRICS_NAMESPACE`: the CloudWatch namespace of the EMF metrics lines.
+    public var metricsNamespace: String
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR`, or the system bundle: whom every outgoing TLS connection trusts.
+    public var trustStore: TrustStore
+    /// Problems found while reading, reported by ``requireFunctionBasics()`` or by the push.
+    public var errors: [ConfigurationError]
+
+    /// Reads the configuration from an environment (normally `ProcessInfo.processInfo.environment`).
+    public init(environment: [String: String]) {
+        func value(_ name: String) -> String? {
+            guard let raw = environment[name]?.trimmingWhitespaceAndNewlines(), !raw.isEmpty else {
+                return nil
+            }
+            return raw
+        }
+        errors = []
+        databaseURL = value("DATABASE_URL")
+        jwtSecret = value("SUPABASE_JWT_SECRET")
+        if let secret = jwtSecret, secret.utf8.count < 32 {
+            // A short HMAC secret can be brute-forced from one token; Supabase's are at least 32 characters.
+            jwtSecret = nil
+            errors.append(ConfigurationError(variable: "SUPABASE_JWT_SECRET", reason: "is shorter than 32 characters"))
+        }
+        jwtAudience = value("SUPABASE_JWT_AUDIENCE") ?? "authenticated"
+        jwtIssuer = value("SUPABASE_JWT_ISSUER")
+        if let jwks = value("SUPABASE_JWKS") {
+            if jwks.hasPrefix("@") {
+                let path = String(jwks.dropFirst())
+                if let contents = try? String(contentsOfFile: path, encoding: .utf8) {
+                    jwksJSON = contents
+                } else {
+                    jwksJSON = nil
+                    errors.append(
+                        ConfigurationError(variable: "SUPABASE_JWKS", reason: "the file it names cannot be read"))
+                }
+            } else {
+                jwksJSON = jwks
+            }
+        } else {
+            jwksJSON = nil
+        }
+        jwksURL = value("SUPABASE_JWKS_URL")
+        if let url = jwksURL, !Self.isAcceptableJWKSURL(url) {
+            jwksURL = nil
+            errors.append(
+                ConfigurationError(
+                    variable: "SUPABASE_JWKS_URL",
+                    reason: "must be an https:// URL (http:// only on 127.0.0.1, localhost or [::1])"))
+        }
+        if let raw = value("PUSH_ENVIRONMENT") {
+            pushEnvironment = PushEnvironment(rawValue: raw)
+            if pushEnvironment == nil {
+                errors.append(ConfigurationError(variable: "PUSH_ENVIRONMENT", reason: "must be DEV or PROD"))
+            }
+        } else {
+            pushEnvironment = nil
+        }
+        fcmServiceAccountBase64 = value("FCM_SERVICE_ACCOUNT_JSON")
+        fcmServiceAccountFile = value("FCM_SERVICE_ACCOUNT_FILE")
+        fcmAPIBaseURL = value("FCM_API_BASE_URL") ?? "https://fcm.googleapis.com"
+        trustStore = TrustStore(environment: value, fileExists: { FileManager.default.isReadableFile(atPath: $0) })
+        if let raw = value("PUSH_SEND_DEADLINE_MS") {
+            if let milliseconds = Int(raw), milliseconds > 0, milliseconds <= 900_000 {
+                pushSendDeadlineMilliseconds = milliseconds
+            } else {
+                pushSendDeadlineMilliseconds = 10_000
+                errors.append(
+                    ConfigurationError(variable: "PUSH_SEND_DEADLINE_MS", reason: "must be 1 to 900000 milliseconds"))
+            }
+        } else {
+            pushSendDeadlineMilliseconds = 10_000
+        }
+        var bounds: [Int] = []
+        for (name, fallback) in [("DATABASE_LOCK_TIMEOUT_MS", 2000), ("DATABASE_STATEMENT_TIMEOUT_MS", 5000)] {
+            guard let raw = value(name) else {
+                bounds.append(fallback)
+                continue
+            }
+            guard let milliseconds = Int(raw), (1...60_000).contains(milliseconds) else {
+                errors.append(ConfigurationError(variable: name, reason: "must be 1 to 60000 milliseconds"))
+                bounds.append(fallback)
+                continue
+            }
+            bounds.append(milliseconds)
+        }
+        transactionSettings = TransactionSettings(
+            lockTimeoutMilliseconds: bounds[0], statementTimeoutMilliseconds: bounds[1])
+        var errors = self.errors
+        func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>, unit: String) -> Int {
+            guard let raw = value(name) else { return fallback }
+            guard let number = Int(raw), range.contains(number) else {
+                errors.append(
+                    ConfigurationError(
+                        variable: name, reason: "must be \(range.lowerBound) to \(range.upperBound) \(unit)"))
+                return fallback
+            }
+            return number
+        }
+        pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")
+        pushDeviceStaleDays = integer("PUSH_DEVICE_STALE_DAYS", default: 270, range: 1...3650, unit: "days")
+        pushRetentionDays = integer("PUSH_RETENTION_DAYS", default: 30, range: 1...3650, unit: "days")
+        pushSweepBatchSize = integer("PUSH_SWEEP_BATCH_SIZE", default: 1000, range: 1...10_000, unit: "deliveries")
+        pushSweepTimeLimitMilliseconds = integer(
+            "PUSH_SWEEP_TIME_LIMIT_MS", default: 50_000, range: 1000...900_000, unit: "milliseconds")
+        self.errors = errors
+        metricsNamespace = value("METRICS_NAMESPACE") ?? "CaregiverPush"
+    }
+
+    /// Checks what every invocation needs: a database URL and at least one way to verify caregiver tokens.
+    /// - Throws: the first ``ConfigurationError`` that makes the function unusable.
+    public func requireFunctionBasics() throws(ConfigurationError) {
+        guard databaseURL != nil else {
+            throw ConfigurationError(variable: "DATABASE_URL", reason: "is not set")
+        }
+        guard jwtSecret != nil || jwksJSON != nil || jwksURL != nil else {
+            if let keyError = errors.first(where: {
+                $0.variable.hasPrefix("SUPABASE_JWT") || $0.variable.hasPrefix("SUPABASE_JWKS")
+            }) {
+                throw keyError
+            }
+            throw ConfigurationError(
+                variable: "SUPABASE_JWT_SECRET",
+                reason: "is not set (nor SUPABASE_JWKS, nor SUPABASE_JWKS_URL): caregiver tokens cannot be verified")
+        }
+    }
+
+    /// Whether `text` may be fetched for signing keys: an absolute `https://` URL with a host; `http://` only for a
+    /// loopback host, where nothing crosses a network (local development against an emulator).
+    static func isAcceptableJWKSURL(_ text: String) -> Bool {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased(), !host.isEmpty, components.user == nil,
+            components.password == nil
+        else { return false }
+        switch scheme {
+        case "https": return true
+        case "http": return ["127.0.0.1", "localhost", "[::1]", "::1"].contains(host)
+        default: return false
+        }
+    }
+}
+
+/// A missing or malformed environment variable. Safe to log: it names the variable, never its value.
+public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible, ProblemConvertible {
+    public let variable: String
+    public let reason: String
+
+    public var description: String { "\(variable) \(reason)" }
+
+    /// A configuration error is the operator's problem, not the caller's: a bare 500.
+    public var problem: Problem { .internalError() }
+}

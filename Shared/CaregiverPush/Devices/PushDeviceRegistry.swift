@@ -1,0 +1,134 @@
+import Libpq
+import OpenSSLCrypto
+import FoundationEssentials
+
+/// The caregivers' devices in `push_devices`: registration, rotation, hand-over and soft-disable (SPEC §6).
+///
+/// Devices are never deleted: a disabled row keeps its reason, and registering the same token again re-enables it.
+public struct PushDeviceRegistry {
+    /// Why a device no longer receives pushes (`push_devices.disabled_reason`).
+    public enum DisabledReason: String, Sendable, CaseIterable {
+        case userDisabled = "USER_DISABLED"
+        case replaced = "REPLACED"
+        case tokenReassigned = "TOKEN_REASSIGNED"
+        case unregistered = "UNREGISTERED"
+        case senderIDMismatch = "SENDER_ID_MISMATCH"
+        case invalidArgument = "INVALID_ARGUMENT"
+        /// Not seen for `PUSH_DEVICE_STALE_DAYS`: disabled by `push-sweep`.
+        case stale = "STALE"
+    }
+
+    public enum Platform: String, Sendable, CaseIterable {
+        case ios
+    }
+
+    /// A registration as validated from a request.
+    public struct Registration: Sendable {
+        public var token: String
+        public var platform: Platform
+        public var environment: Configuration.PushEnvironment
+        public var installationID: String?
+
+        public init(
+            token: String, platform: Platform, environment: Configuration.PushEnvironment, installationID: String?
+        ) {
+            self.token = token
+            self.platform = platform
+            self.environment = environment
+            self.installationID = installationID
+        }
+    }
+
+    /// What one registration changed.
+    public struct RegistrationResult: Sendable, Equatable {
+        public let deviceID: UUID
+        /// This owner's other devices of the same installation, disabled as `REPLACED`.
+        public let replaced: Int
+        /// Other owners' devices holding the same token, disabled as `TOKEN_REASSIGNED`.
+        public let reassigned: Int
+    }
+
+    /// Namespace of the advisory locks taken per token (the second key is the token's hash).
+    static let tokenLockNamespace: Int = 0x5055_5348  // "PUSH"
+
+    let connection: PostgresConnection
+
+    /// `push_devices.token_sha256`: the key that uniqueness and look-ups by token use.
+    static func tokenHash(_ token: String) -> PostgresBytes {
+        PostgresBytes(SHA256.hash(Array(token.utf8)))
+    }
+
+    public init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    /// Registers (or re-registers) a caregiver's device, in one transaction.
+    ///
+    /// A transaction-scoped advisory lock on the token serialises registrations of the same token: without it, two
+    /// caregivers registering one phone at the same moment would each miss the other's uncommitted row and both
+    /// stay enabled.
+    public func register(_ registration: Registration, caregiverID: UUID) throws -> RegistrationResult {
+        let tokenHash = Self.tokenHash(registration.token)
+        return try connection.withTransaction { connection in
+            try connection.query(
+                "SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))")
+            let row = try connection.query(
+                """
+                INSERT INTO push_devices
+                    (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
+                     last_seen_at)
+                VALUES ('CAREGIVER', \(caregiverID), \(registration.token), \(tokenHash), \(registration.platform.rawValue),
+                        \(registration.environment.rawValue), \(registration.installationID), true, now())
+                ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET
+                    platform = EXCLUDED.platform,
+                    environment = EXCLUDED.environment,
+                    installation_id = COALESCE(EXCLUDED.installation_id, push_devices.installation_id),
+                    is_enabled = true,
+                    disabled_reason = NULL,
+                    last_seen_at = now(),
+                    updated_at = now()
+                RETURNING id
+                """
+            ).single
+            guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "upsert returned no row") }
+            let deviceID = try row.decode(UUID.self, at: 0)
+            var replaced = 0
+            if let installationID = registration.installationID {
+                replaced = try connection.query(
+                    """
+                    UPDATE push_devices
+                    SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
+                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
+                      AND installation_id = \(installationID) AND id <> \(deviceID) AND is_enabled
+                    """
+                ).affectedRows
+            }
+            let reassigned = try connection.query(
+                """
+                UPDATE push_devices
+                SET is_enabled = false, disabled_reason = \(DisabledReason.tokenReassigned.rawValue), updated_at = now()
+                WHERE token_sha256 = \(tokenHash) AND token = \(registration.token) AND id <> \(deviceID) AND is_enabled
+                """
+            ).affectedRows
+            return RegistrationResult(deviceID: deviceID, replaced: replaced, reassigned: reassigned)
+        }
+    }
+
+    /// Soft-disables the caregiver's device with this token (`USER_DISABLED`). Touches no other owner's row.
+    /// - Returns: how many devices were disabled (0 when none matched or it was already disabled).
+    @discardableResult
+    public func unregister(token: String, caregiverID: UUID) throws -> Int {
+        // In a transaction of its own so that a row locked by a concurrent registration is waited for only as long
+        // as the connection's lock_timeout allows.
+        try connection.withTransaction { connection in
+            try connection.query(
+                """
+                UPDATE push_devices
+                SET is_enabled = false, disabled_reason = \(DisabledReason.userDisabled.rawValue), updated_at = now()
+                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
+                  AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token) AND is_enabled
+                """
+            ).affectedRows
+        }
+    }
+}

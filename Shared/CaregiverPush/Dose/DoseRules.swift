@@ -1,0 +1,72 @@
+import Codecs
+import FoundationEssentials
+
+/// The dose rules of SPEC §7, in one place: Tokyo dates, scheduled instants, "within time", the future bounds.
+public enum DoseRules {
+    /// A dose taken up to this long after its scheduled time is "within time".
+    public static let withinTimeWindow: TimeInterval = 60 * 60
+    /// How far in the future a `takenAt` may lie (clock skew between phone and server).
+    public static let takenAtFutureTolerance: TimeInterval = 5 * 60
+
+    /// `takenAt <= scheduledAt + 60 minutes`.
+    public static func isWithinTime(scheduledAt: Date, takenAt: Date) -> Bool {
+        takenAt <= scheduledAt.addingTimeInterval(withinTimeWindow)
+    }
+
+    /// Whether `takenAt` lies no more than five minutes after `now`.
+    public static func isAcceptableTakenAt(_ takenAt: Date, now: Date) -> Bool {
+        takenAt <= now.addingTimeInterval(takenAtFutureTolerance)
+    }
+
+    /// Whether a Tokyo date is after today's Tokyo date (dates compare as `YYYY-MM-DD` strings).
+    public static func isFutureDate(_ date: LocalDate, now: Date) -> Bool {
+        date.text > TokyoClock.dateString(of: now)
+    }
+
+    /// The instant a schedule time falls on for a Tokyo date: `date` + `timeOfDay` at +09:00.
+    public static func scheduledInstant(date: LocalDate, minuteOfDay: Int) -> Date {
+        let days = Timestamp.daysFromCivil(year: date.year, month: date.month, day: date.day)
+        let seconds = days * 86_400 + Int64(minuteOfDay) * 60 - TokyoClock.offsetSeconds
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+}
+
+/// A calendar date without a time zone (`YYYY-MM-DD`), read strictly.
+public struct LocalDate: Sendable, Equatable, Comparable, CustomStringConvertible {
+    public let year: Int64
+    public let month: Int64
+    public let day: Int64
+
+    /// Parses exactly `YYYY-MM-DD` with a real month and day; `nil` otherwise.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard text.utf8.count == 10, parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+            parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+            let year = Int64(parts[0]), let month = Int64(parts[1]), let day = Int64(parts[2]),
+            (1...12).contains(month), day >= 1, day <= Timestamp.daysIn(month: month, year: year)
+        else { return nil }
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    /// The Tokyo date of an instant.
+    public init(tokyoDateOf instant: Date) {
+        // Always valid: TokyoClock renders a real date.
+        self = LocalDate(TokyoClock.dateString(of: instant)) ?? LocalDate(unchecked: 1970, 1, 1)
+    }
+
+    private init(unchecked year: Int64, _ month: Int64, _ day: Int64) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    public var text: String {
+        "\(String(year).leftPadded(to: 4))-\(String(month).leftPadded(to: 2))-\(String(day).leftPadded(to: 2))"
+    }
+
+    public var description: String { text }
+
+    public static func < (lhs: LocalDate, rhs: LocalDate) -> Bool { lhs.text < rhs.text }
+}

@@ -1,0 +1,84 @@
+import Codecs
+import Libpq
+import FunctionRuntime
+import FoundationEssentials
+
+/// Whose dose a request records, and who records it (SPEC §4, §6, §7).
+///
+/// A patient records for itself: `patientId` absent or its own. A caregiver names the patient and must be actively
+/// linked to it. Anything else is 404, indistinguishable from a patient that does not exist.
+public struct PatientAccess: Sendable, Equatable {
+    public enum Role: String, Sendable {
+        case patient = "PATIENT"
+        case caregiver = "CAREGIVER"
+    }
+
+    public let patientID: UUID
+    /// `recorded_by_role` / `recorded_by_id`.
+    public let role: Role
+    public let recorderID: UUID
+
+    /// The caregiver who recorded, who is not pushed about their own action.
+    public var actingCaregiverID: UUID? { role == .caregiver ? recorderID : nil }
+
+    /// Resolves access for a validated `patientId` field.
+    /// - Throws: ``Problem`` 404 (not yours / not linked), ``PostgresError``.
+    public static func resolve(
+        _ principal: Principal, requestedPatientID: UUID?, connection: PostgresConnection
+    ) throws -> PatientAccess {
+        switch principal {
+        case .patient(let id, _):
+            guard requestedPatientID == nil || requestedPatientID == id else { throw notFound }
+            return PatientAccess(patientID: id, role: .patient, recorderID: id)
+        case .caregiver(let caregiverID):
+            // A missing patientId is rejected by validation before this point.
+            guard let patientID = requestedPatientID else { throw notFound }
+            let linked = try connection.query(
+                """
+                SELECT 1 FROM caregiver_patient_links
+                WHERE caregiver_id = \(caregiverID) AND patient_id = \(patientID) AND revoked_at IS NULL
+                """)
+            guard !linked.isEmpty else { throw notFound }
+            return PatientAccess(patientID: patientID, role: .caregiver, recorderID: caregiverID)
+        }
+    }
+
+    static let notFound = Problem.notFound("No such patient.")
+}
+
+extension FieldValidator {
+    /// An optional UUID field; a present non-UUID records "`field` must be a UUID".
+    mutating func uuid(_ field: String, required: Bool) -> UUID? {
+        string(field, required: required, invalidMessage: "\(field) must be a UUID") { UUID(exactly: $0) != nil }
+            .flatMap(UUID.init(exactly:))
+    }
+
+    /// An RFC 3339 date-time with an offset.
+    mutating func instant(_ field: String, required: Bool) -> (date: Date, text: String)? {
+        guard
+            let text = string(
+                field, required: required,
+                invalidMessage: "\(field) must be an RFC 3339 date-time with a time-zone offset",
+                isValid: { Timestamp.parseRFC3339($0) != nil })
+        else { return nil }
+        return Timestamp.parseRFC3339(text).map { ($0, text) }
+    }
+
+    /// `patientId`: required for a caregiver, optional for a patient.
+    mutating func patientID(for principal: Principal) -> UUID? {
+        if case .caregiver = principal {
+            return uuid("patientId", required: true)
+        }
+        return uuid("patientId", required: false)
+    }
+
+    /// `takenAt`, defaulting to now, and no more than five minutes ahead of it.
+    mutating func takenAt(now: Date) -> (date: Date, text: String?) {
+        guard let given = instant("takenAt", required: false) else { return (now, nil) }
+        guard DoseRules.isAcceptableTakenAt(given.date, now: now) else {
+            reject("takenAt", "takenAt may not be more than 5 minutes in the future")
+            return (now, given.text)
+        }
+        return (given.date, given.text)
+    }
+}

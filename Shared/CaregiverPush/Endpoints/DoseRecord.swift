@@ -1,0 +1,138 @@
+import Libpq
+import FunctionRuntime
+import FoundationEssentials
+
+/// `POST /api/dose-records` — one scheduled dose recorded as TAKEN (SPEC §6).
+///
+/// Body `{patientId?, medicationId, scheduledAt, takenAt?}` → 200 `{record, updatedCount}`. Recording the same
+/// (patient, medication, scheduledAt) again returns the existing record with `updatedCount: 0` and sends no push.
+public struct DoseRecord: Endpoint {
+    public let functionName = "dose-record"
+    public let method = "POST"
+
+    public init() {}
+
+    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+        let principal = try context.authenticator.authenticate(request, context: context)
+        let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
+        let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
+
+        // One transaction, so that every wait (a conflicting dose another request has not committed yet) is bounded
+        // by the session's lock_timeout, and a serialization failure or deadlock is retried whole.
+        // One transaction: every wait (a conflicting dose another request has not committed yet) is bounded by the
+        // session's lock_timeout, a serialization failure or deadlock is retried whole, and the push the dose owes
+        // (the outbox) commits with it or not at all.
+        let (record, updatedCount, owedEvent) = try context.database.withTransaction(
+            logger: context.logger
+        ) { connection -> (DoseRecordBody, Int, String?) in
+            let access = try PatientAccess.resolve(
+                principal, requestedPatientID: fields.patientID, connection: connection)
+            let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
+            try Self.checkSchedule(medication, scheduledAt: scheduledAt, now: context.now, connection: connection)
+            let inserted = try connection.query(
+                """
+                INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
+                VALUES (\(access.patientID), \(medicationID), \(scheduledAt), \(takenAt), \(access.role.rawValue),
+                        \(access.recorderID))
+                ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
+                RETURNING id, taken_at, recording_group_id
+                """
+            ).single
+            let row =
+                try inserted
+                ?? connection.query(
+                    """
+                    SELECT id, taken_at, recording_group_id FROM dose_records
+                    WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
+                      AND scheduled_at = \(scheduledAt)
+                    """
+                ).single
+            guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
+            let (recordID, recordedTakenAt, groupID) = try row.decode((UUID, Date, UUID?).self)
+            // A repeat returns the stored record as it is, with the slot group it was recorded in.
+            let record = DoseRecordBody(
+                id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
+                takenAt: recordedTakenAt, recordingGroupID: groupID)
+            guard inserted != nil else { return (record, 0, nil) }
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: record.date, slot: record.slot, recordingGroupID: nil,
+                takenAt: recordedTakenAt, withinTime: record.withinTime, actingCaregiverID: access.actingCaregiverID)
+            let owesPush = try PushOutbox.enqueue(
+                event, source: .doseRecord, configuration: context.configuration, connection: connection)
+            return (record, 1, owesPush ? event.eventKey : nil)
+        }
+        context.logger.info(
+            "dose recorded",
+            metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
+        return EndpointResponse(
+            body: RecordResponse(record: record, updatedCount: updatedCount),
+            afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
+    }
+
+    /// A body that passed validation.
+    struct Fields: Equatable {
+        /// Absent when a patient records for itself.
+        let patientID: UUID?
+        let medicationID: UUID
+        let scheduledAt: Date
+        /// The body's `takenAt`, or now when it has none.
+        let takenAt: Date
+    }
+
+    /// Checks every field and reports all invalid ones at once (422). Kept apart from `handle` so that the whole
+    /// of body validation runs, and can be exercised (fuzzed), without a database.
+    static func validate(_ body: RequestBody, principal: Principal, now: Date) throws(Problem) -> Fields {
+        var fields = FieldValidator(body)
+        let patientID = fields.patientID(for: principal)
+        let medicationID = fields.uuid("medicationId", required: true)
+        let scheduledAt = fields.instant("scheduledAt", required: true)
+        let takenAt = fields.takenAt(now: now)
+        try fields.finish()
+        guard let medicationID, let scheduledAt else { throw .validation(fields.errors) }
+        return Fields(
+            patientID: patientID, medicationID: medicationID, scheduledAt: scheduledAt.date, takenAt: takenAt.date)
+    }
+
+    /// Not PRN, active on the dose's Tokyo date, `scheduledAt` one of its schedule times, the date not after today.
+    static func checkSchedule(
+        _ medication: Medication, scheduledAt: Date, now: Date, connection: PostgresConnection
+    ) throws {
+        guard !medication.isPRN else {
+            throw Problem.validation([
+                .init(field: "medicationId", message: "medicationId must be a scheduled (not as-needed) medication")
+            ])
+        }
+        let date = LocalDate(tokyoDateOf: scheduledAt)
+        guard !DoseRules.isFutureDate(date, now: now) else {
+            throw Problem.validation([
+                .init(field: "scheduledAt", message: "scheduledAt may not be on a date after today (Asia/Tokyo)")
+            ])
+        }
+        guard medication.isActive(on: date) else {
+            throw Problem.validation([
+                .init(field: "scheduledAt", message: "the medication is not active on the date of scheduledAt")
+            ])
+        }
+        let minute = TokyoClock.minuteOfDay(scheduledAt)
+        guard scheduledAt == DoseRules.scheduledInstant(date: date, minuteOfDay: minute),
+            try medication.isScheduled(atMinute: minute, connection: connection)
+        else {
+            throw Problem.validation([
+                .init(field: "scheduledAt", message: "scheduledAt is not a scheduled time of this medication")
+            ])
+        }
+    }
+}
+
+extension PushDispatcher {
+    /// The post-response work of a recording endpoint: send what `eventKey` owes with the invocation's own
+    /// resources, stopping before the invocation's deadline. What is not sent by then stays for the sweep.
+    static func afterResponse(eventKey: String) -> (InvocationContext) -> Void {
+        { context in
+            let dispatcher = PushDispatcher(configuration: context.configuration, logger: context.logger)
+            dispatcher.dispatch(
+                eventKey: eventKey, database: context.database, push: context.push,
+                deadline: dispatcher.sendDeadline(hostDeadline: context.deadline), metrics: context.metrics)
+        }
+    }
+}

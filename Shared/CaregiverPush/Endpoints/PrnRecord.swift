@@ -1,0 +1,163 @@
+import Libpq
+import OpenSSLCrypto
+import FunctionRuntime
+import FoundationEssentials
+
+/// `POST /api/prn-dose-records` — an as-needed (PRN) dose recorded as taken (SPEC §6).
+///
+/// Body `{patientId?, medicationId, takenAt?, quantity?}`, optional `Idempotency-Key` header (a UUID, scoped to the
+/// patient) → 200 `{record, updatedCount}`. Each call records a dose; a repeat with the same key returns the first
+/// record with `updatedCount: 0` and no push; the same key with another medication, quantity or takenAt (compared
+/// as sent) is 422.
+public struct PrnRecord: Endpoint {
+    public let functionName = "prn-record"
+    public let method = "POST"
+
+    public init() {}
+
+    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+        let principal = try context.authenticator.authenticate(request, context: context)
+        let fields = try Self.validate(
+            RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
+            now: context.now)
+        let (medicationID, takenAt, quantity, idempotencyKey) = (
+            fields.medicationID, fields.takenAt, fields.quantity, fields.idempotencyKey
+        )
+        // What "the same request" means for the key: the fields as sent (an omitted takenAt matches an omitted one).
+        let fingerprint = SHA256.hexPrefix(
+            of: "medicationId=\(medicationID.uuidString.lowercased())|quantity=\(quantity.sent.map(String.init) ?? "-")"
+                + "|takenAt=\(takenAt.text ?? "-")",
+            length: 64)
+
+        // One transaction: waits are bounded by the session's lock_timeout, a conflict is retried whole, and the push
+        // the dose owes (the outbox) commits with it; it is sent after the response.
+        return try context.database.withTransaction(logger: context.logger) { connection -> EndpointResponse in
+            let access = try PatientAccess.resolve(
+                principal, requestedPatientID: fields.patientID, connection: connection)
+            if let idempotencyKey,
+                let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
+            {
+                return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
+            }
+            let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
+            guard medication.isPRN else {
+                throw Problem.validation([
+                    .init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")
+                ])
+            }
+            guard medication.isActive(on: LocalDate(tokyoDateOf: takenAt.date)) else {
+                throw Problem.validation([
+                    .init(field: "takenAt", message: "the medication is not active on the date of takenAt")
+                ])
+            }
+            let inserted = try connection.query(
+                """
+                INSERT INTO prn_dose_records
+                    (patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint, recorded_by_role,
+                     recorded_by_id)
+                VALUES (\(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value), \(idempotencyKey),
+                        \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue), \(access.recorderID))
+                ON CONFLICT (patient_id, idempotency_key) DO NOTHING
+                RETURNING id, medication_id, taken_at, quantity, request_fingerprint
+                """
+            ).single
+            guard let inserted else {
+                // Another request with this key committed between our look-up and our insert.
+                guard let idempotencyKey,
+                    let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
+                else { throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row") }
+                return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
+            }
+            let record = try Self.body(inserted, patientID: access.patientID)
+            context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: record.record.date, slot: record.record.slot, recordingGroupID: nil,
+                takenAt: takenAt.date, withinTime: false, actingCaregiverID: access.actingCaregiverID)
+            // The push the dose owes commits with it (the outbox), and is sent after the response.
+            let owesPush = try PushOutbox.enqueue(
+                event, source: .prnRecord, configuration: context.configuration, connection: connection)
+            return EndpointResponse(
+                body: RecordResponse(record: record.record, updatedCount: 1),
+                afterResponse: owesPush ? PushDispatcher.afterResponse(eventKey: event.eventKey) : nil)
+
+        }
+    }
+
+    /// A body (and `Idempotency-Key`) that passed validation.
+    struct Fields {
+        /// Absent when a patient records for itself.
+        let patientID: UUID?
+        let medicationID: UUID
+        /// The body's `takenAt` (or now) and its text as sent, for the idempotency fingerprint.
+        let takenAt: (date: Date, text: String?)
+        let quantity: (value: Int, sent: Int?)
+        let idempotencyKey: UUID?
+    }
+
+    /// Checks every field and the `Idempotency-Key` header, and reports all invalid ones at once (422). Kept apart
+    /// from `handle` so that the whole of request validation runs, and can be exercised (fuzzed), without a
+    /// database.
+    static func validate(
+        _ body: RequestBody, idempotencyKey header: String?, principal: Principal, now: Date
+    ) throws(Problem) -> Fields {
+        var fields = FieldValidator(body)
+        let patientID = fields.patientID(for: principal)
+        let medicationID = fields.uuid("medicationId", required: true)
+        let takenAt = fields.takenAt(now: now)
+        let quantity = fields.quantity()
+        var idempotencyKey: UUID?
+        if let header {
+            idempotencyKey = UUID(exactly: header.trimmingOptionalWhitespace())
+            if idempotencyKey == nil { fields.reject("Idempotency-Key", "Idempotency-Key must be a UUID") }
+        }
+        try fields.finish()
+        guard let medicationID else { throw .validation(fields.errors) }
+        return Fields(
+            patientID: patientID, medicationID: medicationID, takenAt: takenAt, quantity: quantity,
+            idempotencyKey: idempotencyKey)
+    }
+
+    /// The record an earlier request with this key created, with its fingerprint.
+    private static func recorded(
+        key: UUID, access: PatientAccess, connection: PostgresConnection
+    ) throws -> PostgresRow? {
+        try connection.query(
+            """
+            SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM prn_dose_records
+            WHERE patient_id = \(access.patientID) AND idempotency_key = \(key)
+            """
+        ).single
+    }
+
+    /// A repeat: the first record and no push, or 422 when the key came with a different request.
+    private static func replay(_ row: PostgresRow, fingerprint: String, patientID: UUID) throws -> EndpointResponse {
+        let earlier = try body(row, patientID: patientID)
+        guard constantTimeEquals(Array(earlier.fingerprint.utf8), Array(fingerprint.utf8)) else {
+            throw Problem.unprocessable("This Idempotency-Key was already used with a different request.")
+        }
+        return EndpointResponse(body: RecordResponse(record: earlier.record, updatedCount: 0))
+    }
+
+    private static func body(_ row: PostgresRow, patientID: UUID) throws -> (record: PRNRecordBody, fingerprint: String)
+    {
+        let (id, medicationID, takenAt, quantity) = try row.decode((UUID, UUID, Date, Int).self)
+        let fingerprint = try row.decode(String?.self, at: 4) ?? ""
+        return (
+            PRNRecordBody(
+                id: id, patientID: patientID, medicationID: medicationID, takenAt: takenAt, quantity: quantity),
+            fingerprint
+        )
+    }
+}
+
+extension FieldValidator {
+    /// `quantity`: an integer 1–10, default 1. `sent` is what the request said, for the idempotency fingerprint.
+    mutating func quantity() -> (value: Int, sent: Int?) {
+        guard let raw = members["quantity"], raw != .null else { return (1, nil) }
+        guard let integer = raw.integerValue, (1...10).contains(integer) else {
+            reject("quantity", "quantity must be an integer from 1 to 10")
+            return (1, nil)
+        }
+        return (Int(integer), Int(integer))
+    }
+}

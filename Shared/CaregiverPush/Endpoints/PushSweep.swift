@@ -1,0 +1,234 @@
+import Libpq
+import FoundationEssentials
+import Logging
+
+/// `push-sweep` — the scheduled function that finishes what the recording functions' senders left (SPEC §9,
+/// durable delivery). Run every minute (`infra/functions.json`); two runs may overlap, and that is safe.
+///
+/// One run, in this order:
+/// 1. disables devices not seen for `PUSH_DEVICE_STALE_DAYS` (`STALE`), so they are not sent to;
+/// 2. ends the due deliveries of devices disabled since their event as `FAILED` (the reason says so);
+/// 3. marks `EXPIRED` what is due but whose event is older than `PUSH_MAX_AGE_SECONDS`: never sent late;
+/// 4. leases due deliveries in batches of `PUSH_SWEEP_BATCH_SIZE` (`FOR UPDATE SKIP LOCKED`: two sweeps never hold
+///    the same delivery) and sends them through the recording functions' own path, until nothing is due or its
+///    time is up;
+/// 5. deletes final deliveries, then events without deliveries, older than `PUSH_RETENTION_DAYS`.
+///
+/// Every step works in bounded batches. The summary (counts) is the invocation's response.
+public struct PushSweep: ScheduledJob {
+    public let functionName = "push-sweep"
+    /// Rows one maintenance statement touches, and how many such statements one step may run.
+    static let maintenanceBatch = 1000
+    static let maintenanceRounds = 10
+
+    public init() {}
+
+    /// The run's counts: its response, and its metrics.
+    public struct Summary: Codable, Sendable, Equatable {
+        public var devicesPruned = 0
+        public var disabledDeviceDeliveries = 0
+        public var expired = 0
+        public var batches = 0
+        public var leased = 0
+        public var sent = 0
+        public var failed = 0
+        public var disabled = 0
+        public var retryScheduled = 0
+        public var deliveriesDeleted = 0
+        public var eventsDeleted = 0
+        /// Why the run stopped early, when it did (`database`, `environment`, …); counts so far are still true.
+        public var stoppedEarly: String?
+    }
+
+    public func run(context: InvocationContext) -> any Encodable & Sendable {
+        let configuration = context.configuration
+        let runDeadline = min(
+            ContinuousClock.now + .milliseconds(configuration.pushSweepTimeLimitMilliseconds),
+            context.deadline.map { $0 - PushDispatcher.hostDeadlineMargin } ?? .now + .seconds(86_400))
+        var summary = Summary()
+        let maintenance = Maintenance(configuration: configuration, database: context.database)
+        do {
+            summary.devicesPruned = try maintenance.pruneStaleDevices()
+            summary.disabledDeviceDeliveries = try maintenance.endDisabledDeviceDeliveries()
+            summary.expired = try maintenance.expireOldDeliveries()
+        } catch {
+            return stopped(summary, "database", error: error, context: context)
+        }
+        var report = PushDispatcher.Report()
+        let dispatcher = PushDispatcher(configuration: configuration, logger: context.logger)
+        // A batch needs time to be worth leasing: its leases would otherwise only run out.
+        let minimumBatchTime = Duration.milliseconds(min(configuration.pushSendDeadlineMilliseconds, 2000))
+        while runDeadline - .now >= minimumBatchTime {
+            // FCM asked this sender to pause (429 with Retry-After): wait it out when the run has time left after it.
+            if let pausedUntil = (try? context.push.httpClient())?.pausedUntil, pausedUntil > .now {
+                guard runDeadline - pausedUntil >= minimumBatchTime else {
+                    summary.stoppedEarly = "throttled"
+                    break
+                }
+                PushDispatcher.sleep(until: pausedUntil)
+            }
+            let batch = dispatcher.run(
+                limit: configuration.pushSweepBatchSize, eventKey: nil, database: context.database,
+                push: context.push, deadline: min(dispatcher.sendDeadline(hostDeadline: nil), runDeadline),
+                logger: context.logger)
+            if let reason = batch.skippedReason {
+                summary.stoppedEarly = reason
+                break
+            }
+            summary.batches += 1
+            report.add(batch)
+            if batch.leased < configuration.pushSweepBatchSize { break }
+        }
+        summary.leased = report.leased
+        summary.sent = report.sent
+        summary.failed = report.failed
+        summary.disabled = report.disabled
+        summary.retryScheduled = report.retryScheduled
+        do {
+            (summary.deliveriesDeleted, summary.eventsDeleted) = try maintenance.deleteOldFinalRows()
+        } catch {
+            return stopped(summary, "database", error: error, context: context, report: report)
+        }
+        return finished(summary, report: report, context: context)
+    }
+
+    private func stopped(
+        _ summary: Summary, _ reason: String, error: any Error, context: InvocationContext,
+        report: PushDispatcher.Report = .init()
+    ) -> Summary {
+        var summary = summary
+        summary.stoppedEarly = reason
+        var metadata: Logger.Metadata = ["error.type": .string(String(describing: type(of: error)))]
+        if let postgresError = error as? PostgresError {
+            metadata["db.code"] = .string(postgresError.code.description)
+            if let sqlState = postgresError.sqlState { metadata["db.sqlstate"] = .string(sqlState.rawValue) }
+        }
+        context.logger.error("push sweep stopped early", metadata: metadata)
+        return finished(summary, report: report, context: context)
+    }
+
+    private func finished(_ summary: Summary, report: PushDispatcher.Report, context: InvocationContext) -> Summary {
+        report.record(in: context.metrics)
+        context.metrics.add(.sweepLeased, summary.leased)
+        context.metrics.add(.pushExpired, summary.expired)
+        context.metrics.add(.devicesPruned, summary.devicesPruned)
+        context.logger.info(
+            "push sweep finished",
+            metadata: [
+                "sweep.leased": .stringConvertible(summary.leased), "sweep.sent": .stringConvertible(summary.sent),
+                "sweep.expired": .stringConvertible(summary.expired),
+                "sweep.pruned": .stringConvertible(summary.devicesPruned),
+                "sweep.deleted": .stringConvertible(summary.deliveriesDeleted),
+            ])
+        return summary
+    }
+
+    /// The sweep's bookkeeping statements, each in its own bounded transaction, each a bounded batch.
+    struct Maintenance {
+        let configuration: Configuration
+        let database: DatabaseSession
+
+        /// Runs `statement` until it touches fewer than a batch of rows, at most ``maintenanceRounds`` times.
+        private func rounds(_ statement: () -> PostgresQuery) throws -> Int {
+            var total = 0
+            for _ in 0..<PushSweep.maintenanceRounds {
+                let touched = try database.withTransaction { try $0.query(statement()).affectedRows }
+                total += touched
+                if touched < PushSweep.maintenanceBatch { break }
+            }
+            return total
+        }
+
+        /// Devices not seen for `PUSH_DEVICE_STALE_DAYS`: Android tokens expire at 270 days, and Google advises
+        /// treating older tokens as dead.
+        func pruneStaleDevices() throws -> Int {
+            try rounds {
+                """
+                WITH stale AS (
+                    SELECT id FROM push_devices
+                    WHERE is_enabled AND last_seen_at < now() - make_interval(days => \(configuration.pushDeviceStaleDays))
+                    ORDER BY last_seen_at LIMIT \(PushSweep.maintenanceBatch)
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE push_devices d
+                SET is_enabled = false, disabled_reason = 'STALE', updated_at = now()
+                FROM stale WHERE d.id = stale.id
+                """
+            }
+        }
+
+        /// Due deliveries whose device was disabled after the event was written: never sent, and the reason kept.
+        func endDisabledDeviceDeliveries() throws -> Int {
+            try rounds {
+                """
+                WITH orphaned AS (
+                    SELECT p.id FROM push_deliveries p
+                    JOIN push_devices d ON d.id = p.push_device_id
+                    WHERE NOT d.is_enabled
+                      AND (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
+                    LIMIT \(PushSweep.maintenanceBatch)
+                    FOR UPDATE OF p SKIP LOCKED
+                )
+                UPDATE push_deliveries p
+                SET status = 'FAILED', last_error = 'device disabled (' || d.disabled_reason || ') before sending',
+                    lease_until = NULL, lease_token = NULL, updated_at = now()
+                FROM orphaned, push_devices d
+                WHERE p.id = orphaned.id AND d.id = p.push_device_id
+                """
+            }
+        }
+
+        /// Due deliveries whose event is older than `PUSH_MAX_AGE_SECONDS`: a late "just took the medicine" would
+        /// mislead, so they are never sent.
+        func expireOldDeliveries() throws -> Int {
+            try rounds {
+                """
+                WITH old AS (
+                    SELECT p.id FROM push_deliveries p
+                    JOIN push_events e ON e.event_key = p.event_key
+                    WHERE (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
+                      AND e.created_at <= now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
+                    LIMIT \(PushSweep.maintenanceBatch)
+                    FOR UPDATE OF p SKIP LOCKED
+                )
+                UPDATE push_deliveries p
+                SET status = 'EXPIRED',
+                    last_error = CASE WHEN p.last_error IS NULL THEN 'expired: not sent within PUSH_MAX_AGE_SECONDS'
+                                 ELSE 'expired after ' || p.attempts || ' attempts; last: ' || p.last_error END,
+                    lease_until = NULL, lease_token = NULL, updated_at = now()
+                FROM old WHERE p.id = old.id
+                """
+            }
+        }
+
+        /// Final deliveries last changed before the retention, then events older than it with no delivery left.
+        /// Nothing owed is ever deleted: an event goes only once all its deliveries have.
+        func deleteOldFinalRows() throws -> (deliveries: Int, events: Int) {
+            let days = configuration.pushRetentionDays
+            let deliveries = try rounds {
+                """
+                WITH old AS (
+                    SELECT id FROM push_deliveries
+                    WHERE status IN ('SENT', 'FAILED', 'DISABLED_TOKEN', 'EXPIRED')
+                      AND updated_at < now() - make_interval(days => \(days))
+                    LIMIT \(PushSweep.maintenanceBatch)
+                )
+                DELETE FROM push_deliveries p USING old WHERE p.id = old.id
+                """
+            }
+            let events = try rounds {
+                """
+                WITH old AS (
+                    SELECT e.event_key FROM push_events e
+                    WHERE e.created_at < now() - make_interval(days => \(days))
+                      AND NOT EXISTS (SELECT 1 FROM push_deliveries p WHERE p.event_key = e.event_key)
+                    LIMIT \(PushSweep.maintenanceBatch)
+                    FOR UPDATE SKIP LOCKED
+                )
+                DELETE FROM push_events e USING old WHERE e.event_key = old.event_key
+                """
+            }
+            return (deliveries, events)
+        }
+    }
+}

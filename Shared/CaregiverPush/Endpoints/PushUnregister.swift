@@ -1,0 +1,37 @@
+import OpenSSLCrypto
+import FunctionRuntime
+import FoundationEssentials
+
+/// `POST /api/push/unregister` — a caregiver turns pushes off for one phone (SPEC §6).
+///
+/// Body `{token}` → 200 `{"ok": true}`, also when nothing matched: the device is soft-disabled (`USER_DISABLED`),
+/// never deleted, and only the caller's own row can be touched.
+public struct PushUnregister: Endpoint {
+    public let functionName = "push-unregister"
+    public let method = "POST"
+
+    public init() {}
+
+    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+        let caregiverID = try context.authenticator
+            .authenticate(request, context: context).requireCaregiver()
+        let token = try Self.validate(RequestBody(request))
+        let disabled = try PushDeviceRegistry(connection: context.database.connection())
+            .unregister(token: token, caregiverID: caregiverID)
+        context.logger.info(
+            "push device unregistered",
+            metadata: [
+                "push.token_hash": .string(SHA256.hexPrefix(of: token)), "push.disabled": .stringConvertible(disabled),
+            ])
+        return EndpointResponse(body: OKBody())
+    }
+
+    /// Checks the body (422 when `token` is missing or invalid) and returns the device token.
+    static func validate(_ body: RequestBody) throws(Problem) -> String {
+        var fields = FieldValidator(body)
+        let token = fields.deviceToken()
+        try fields.finish()
+        guard let token else { throw .validation(fields.errors) }
+        return token
+    }
+}

@@ -1,0 +1,99 @@
+import FunctionRuntime
+import FoundationEssentials
+
+/// `POST /api/dose-records/slot` — every dose of a slot recorded as TAKEN at once (SPEC §6).
+///
+/// Body `{patientId?, date, slot, takenAt?}` → 200 `{recordingGroupId, updatedCount, records}`: every active,
+/// scheduled medication of the patient with a schedule time in that slot on that date and not yet recorded, in one
+/// transaction, under one new `recordingGroupId` (null when nothing was recorded).
+public struct SlotBulkRecord: Endpoint {
+    public let functionName = "slot-bulk-record"
+    public let method = "POST"
+    /// First key of the advisory lock that serialises bulk recordings of one patient's slot.
+    static let lockNamespace = 0x534C_4F54  // "SLOT"
+
+    public init() {}
+
+    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+        let principal = try context.authenticator.authenticate(request, context: context)
+        let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
+        let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
+
+        let groupID = UUID()
+        let (records, owedEvent) = try context.database.withTransaction(
+            logger: context.logger
+        ) { connection -> ([DoseRecordBody], String?) in
+            let access = try PatientAccess.resolve(
+                principal, requestedPatientID: fields.patientID, connection: connection)
+            // Identical concurrent requests queue here, so the group is recorded by one of them, whole.
+            try connection.query(
+                "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\("\(access.patientID):\(date.text):\(slot.rawValue)")))"
+            )
+            var records: [DoseRecordBody] = []
+            for dose in try Medication.scheduledDoses(patientID: access.patientID, on: date, connection: connection)
+            where Slot(minuteOfDay: dose.minuteOfDay) == slot {
+                let scheduledAt = DoseRules.scheduledInstant(date: date, minuteOfDay: dose.minuteOfDay)
+                let row = try connection.query(
+                    """
+                    INSERT INTO dose_records
+                        (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
+                         recording_group_id)
+                    VALUES (\(access.patientID), \(dose.medicationID), \(scheduledAt), \(takenAt),
+                            \(access.role.rawValue), \(access.recorderID), \(groupID))
+                    ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
+                    RETURNING id
+                    """
+                ).single
+                if let row {
+                    records.append(
+                        DoseRecordBody(
+                            id: try row.decode(UUID.self, at: 0), patientID: access.patientID,
+                            medicationID: dose.medicationID, scheduledAt: scheduledAt, takenAt: takenAt,
+                            recordingGroupID: groupID))
+                }
+            }
+            guard !records.isEmpty else { return (records, nil) }
+            // The push the group owes commits with it: one event for the whole group.
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
+                withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
+            let owesPush = try PushOutbox.enqueue(
+                event, source: .slotBulkRecord, configuration: context.configuration, connection: connection)
+            return (records, owesPush ? event.eventKey : nil)
+        }
+        context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
+        let response = SlotRecordResponse(
+            recordingGroupId: records.isEmpty ? nil : groupID.uuidString.lowercased(), updatedCount: records.count,
+            records: records)
+        return EndpointResponse(
+            body: response, afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
+    }
+
+    /// A body that passed validation.
+    struct Fields: Equatable {
+        /// Absent when a patient records for itself.
+        let patientID: UUID?
+        let date: LocalDate
+        let slot: Slot
+        /// The body's `takenAt`, or now when it has none.
+        let takenAt: Date
+    }
+
+    /// Checks every field and reports all invalid ones at once (422). Kept apart from `handle` so that the whole
+    /// of body validation runs, and can be exercised (fuzzed), without a database.
+    static func validate(_ body: RequestBody, principal: Principal, now: Date) throws(Problem) -> Fields {
+        var fields = FieldValidator(body)
+        let patientID = fields.patientID(for: principal)
+        let date = fields.string("date", required: true, invalidMessage: "date must be a date (YYYY-MM-DD)") {
+            LocalDate($0) != nil
+        }.flatMap(LocalDate.init)
+        let slot = fields.oneOf("slot", Slot.self, message: "slot must be morning, noon, evening or bedtime")
+        let takenAt = fields.takenAt(now: now)
+        if let date, DoseRules.isFutureDate(date, now: now) {
+            fields.reject("date", "date may not be after today (Asia/Tokyo)")
+        }
+        try fields.finish()
+        guard let date, let slot else { throw .validation(fields.errors) }
+        return Fields(patientID: patientID, date: date, slot: slot, takenAt: takenAt.date)
+    }
+}

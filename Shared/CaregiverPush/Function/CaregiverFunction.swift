@@ -1,0 +1,52 @@
+import FunctionRuntime
+import Logging
+
+/// What a function process keeps between invocations: its database session and its FCM resources. The runtime's
+/// host makes it once per process and hands it to every invocation without looking inside.
+public struct FunctionResources {
+    public let database: DatabaseSession
+    public let push: PushResources
+
+    public init(database: DatabaseSession, push: PushResources) {
+        self.database = database
+        self.push = push
+    }
+
+    /// The resources a process with this configuration uses: nothing connects or loads until first use.
+    public init(configuration: Configuration) {
+        self.init(database: DatabaseSession(configuration: configuration), push: PushResources(configuration: configuration))
+    }
+
+    /// One-shot mode's end: the database connection is closed.
+    public func release() {
+        database.close()
+    }
+}
+
+/// The entry point of each `Functions/*/main.swift`: the runtime's ``FunctionHost`` with this service's
+/// configuration, handler and resources.
+public enum CaregiverFunction {
+    /// Runs `endpoint` for this process and exits.
+    public static func main(_ endpoint: some Endpoint) -> Never {
+        main(name: endpoint.functionName) { configuration, logger in
+            FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
+        }
+    }
+
+    /// Runs a scheduled `job` (`push-sweep`) for this process and exits.
+    public static func main(_ job: some ScheduledJob) -> Never {
+        main(name: job.functionName) { configuration, logger in
+            ScheduledHandler(job: job, configuration: configuration, logger: logger)
+        }
+    }
+
+    /// Runs any other handler over this service's resources (`db-migrate`'s custom resource) and exits.
+    public static func main<H: InvocationHandling>(
+        name: String, _ makeHandler: (Configuration, Logger) -> H
+    ) -> Never where H.Resources == FunctionResources {
+        FunctionHost.main(name: name) { environment, logger in
+            let configuration = Configuration(environment: environment)
+            return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
+        }
+    }
+}

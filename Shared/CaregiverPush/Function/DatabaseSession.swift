@@ -1,0 +1,51 @@
+import Libpq
+import Logging
+
+/// The database connection of a function process: opened on first use, reused by later invocations of a warm
+/// process, replaced when it has broken.
+public final class DatabaseSession {
+    private let url: String?
+    private let transactionSettings: TransactionSettings?
+    private var current: PostgresConnection?
+
+    /// - Parameters:
+    ///   - url: `DATABASE_URL`.
+    ///   - transactionSettings: the bounds every transaction of the session runs under.
+    public init(url: String?, transactionSettings: TransactionSettings? = nil) {
+        self.url = url
+        self.transactionSettings = transactionSettings
+    }
+
+    /// A session with the configuration's URL and bounds.
+    public convenience init(configuration: Configuration) {
+        self.init(url: configuration.databaseURL, transactionSettings: configuration.transactionSettings)
+    }
+
+    /// The open connection, connecting first when there is none or the last one broke.
+    /// - Throws: ``ConfigurationError`` when `DATABASE_URL` is missing; ``PostgresError`` when unreachable.
+    public func connection() throws -> PostgresConnection {
+        if let current, current.isOpen { return current }
+        current?.close()
+        current = nil
+        guard let url else { throw ConfigurationError(variable: "DATABASE_URL", reason: "is not set") }
+        let opened = try PostgresConnection(url: url, applicationName: "caregiver-push")
+        opened.transactionSettings = transactionSettings
+        current = opened
+        return opened
+    }
+
+    /// Runs `body` in a transaction on the session's connection (retried on a serialization failure or deadlock:
+    /// see ``PostgresConnection/withTransaction(logger:_:)``).
+    public func withTransaction<T>(logger: Logger? = nil, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try connection().withTransaction(logger: logger, body)
+    }
+
+    /// Whether the session holds a connection that libpq still considers open.
+    public var isOpen: Bool { current?.isOpen ?? false }
+
+    /// Closes the connection (end of process, or after a failure that may have left it unusable).
+    public func close() {
+        current?.close()
+        current = nil
+    }
+}

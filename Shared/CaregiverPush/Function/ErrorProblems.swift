@@ -1,0 +1,64 @@
+import FunctionRuntime
+import Libpq
+import Logging
+
+// Errors become problem responses here and nowhere else: the function handler, the scheduled handler and the
+// custom resource all call `Problem(error, logger:)`. Lower layers (Libpq, Curl, the crypto) know nothing of
+// problems; the conformances below say what each of their errors means to a caller of this service.
+
+extension Problem {
+    /// The one place where a thrown error becomes a problem; causes are logged, never returned.
+    public init(_ error: any Error, logger: Logger) {
+        self = Self.mapping(error, logger: logger)
+    }
+
+    private static func mapping(_ error: any Error, logger: Logger) -> Problem {
+        switch error {
+        case let configurationError as ConfigurationError:
+            logger.error(
+                "function is misconfigured",
+                metadata: [
+                    "config.variable": .string(configurationError.variable),
+                    "config.reason": .string(configurationError.reason),
+                ])
+            return configurationError.problem
+        case let postgresError as PostgresError where postgresError.code == .invalidConnectionString:
+            // An unparseable URL is a misconfiguration (500), not an outage (503 with Retry-After).
+            logger.error(
+                "function is misconfigured",
+                metadata: [
+                    "config.variable": "DATABASE_URL", "config.reason": "cannot be parsed as a connection string",
+                ])
+            return .internalError()
+        case let postgresError as PostgresError where postgresError.code == .startupParameterRefused:
+            logger.error(
+                "function is misconfigured",
+                metadata: [
+                    "config.variable": "DATABASE_URL",
+                    "config.reason": "sets a startup parameter the server or its pooler refuses (options=…?)",
+                ])
+            return .internalError()
+        case let postgresError as PostgresError where postgresError.code == .invalidParameter:
+            logger.warning("request refused", metadata: ["db.code": .string(postgresError.code.description)])
+            return .badRequest("The request holds a NUL character, which cannot be stored.")
+        case let postgresError as PostgresError:
+            var metadata: Logger.Metadata = ["db.code": .string(postgresError.code.description)]
+            if let sqlState = postgresError.sqlState { metadata["db.sqlstate"] = .string(sqlState.rawValue) }
+            logger.error(
+                postgresError.isUnavailable ? "database unavailable" : "database error", metadata: metadata)
+            return postgresError.problem
+        case let convertible as any ProblemConvertible:
+            return convertible.problem
+        default:
+            logger.error("unexpected error", metadata: ["error.type": .string(String(describing: Swift.type(of: error)))])
+            return .internalError()
+        }
+    }
+}
+
+extension PostgresError: ProblemConvertible {
+    /// An unreachable database is a 503 the client may retry; every other database failure is a plain 500.
+    public var problem: Problem {
+        isUnavailable ? .serviceUnavailable() : .internalError()
+    }
+}

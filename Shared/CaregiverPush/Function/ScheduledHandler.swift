@@ -1,0 +1,74 @@
+import FoundationEssentials
+import FunctionRuntime
+import Logging
+
+/// A function run on a schedule rather than by a route (`push-sweep`): an EventBridge "Scheduled Event" (or `{}`)
+/// in, a summary document out.
+public protocol ScheduledJob: Sendable {
+    var functionName: String { get }
+
+    /// Does one run's work and returns its summary (counts only: it is the invocation's response, and logged).
+    func run(context: InvocationContext) -> any Encodable & Sendable
+}
+
+/// Turns one scheduled event into one summary for a ``ScheduledJob``; a bad event or configuration is a problem
+/// document and does nothing.
+public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
+    public let job: J
+    public let configuration: Configuration
+    public let logger: Logger
+
+    public init(job: J, configuration: Configuration, logger: Logger) {
+        self.job = job
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public var functionName: String { job.functionName }
+
+    public var metricsNamespace: String { configuration.metricsNamespace }
+
+    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationResult {
+        let eventID: String?
+        do {
+            eventID = try Self.scheduledEventID(input.eventBytes)
+        } catch {
+            logger.warning("invocation event is not a scheduled event")
+            return InvocationResult(document: error, afterResponse: nil)
+        }
+        var log = logger
+        let requestID = [eventID, input.requestIDFallback].compactMap { $0 }.first { FunctionRequest.isPrintableID($0) }
+        log[metadataKey: "requestId"] = .string(requestID ?? UUID().uuidString.lowercased())
+        guard configuration.databaseURL != nil else {
+            log.error(
+                "function is misconfigured",
+                metadata: ["config.variable": "DATABASE_URL", "config.reason": "is not set"])
+            return InvocationResult(document: Problem.internalError(), afterResponse: nil)
+        }
+        let context = InvocationContext(
+            configuration: configuration, logger: log, database: resources.database, push: resources.push,
+            requestID: requestID ?? "", now: input.now, deadline: input.deadline, metrics: input.metrics)
+        return InvocationResult(document: job.run(context: context), afterResponse: nil)
+    }
+
+    public func oversizedEvent(limit: Int) -> InvocationResult {
+        logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
+        return InvocationResult(document: Problem.badRequest("The event is too large."), afterResponse: nil)
+    }
+
+    public func release(_ resources: FunctionResources) {
+        resources.release()
+    }
+
+    /// The event's `id` when it is an EventBridge "Scheduled Event"; `nil` for `{}`.
+    /// - Throws: a 400 ``Problem`` for anything else (not JSON, not an object, another `detail-type`).
+    static func scheduledEventID(_ bytes: [UInt8]) throws(Problem) -> String? {
+        let members = try Problem.eventMembers(bytes, expected: "an EventBridge Scheduled Event, or {}")
+        if members.isEmpty { return nil }
+        guard members["detail-type"]?.stringValue == "Scheduled Event" else {
+            throw .badRequest("The event is not an EventBridge Scheduled Event (detail-type).")
+        }
+        return members["id"]?.stringValue
+    }
+
+}

@@ -1,0 +1,194 @@
+import Codecs
+import Libpq
+import FoundationEssentials
+import Logging
+
+/// A delivery leased for sending: the device, its token and everything its message needs.
+struct LeasedDelivery {
+    let deliveryID: UUID
+    let deviceID: UUID
+    let token: String
+    /// Attempts so far, this lease's first one included.
+    let attempts: Int
+    let event: DoseTakenEvent
+    let displayName: String
+}
+
+/// What became of one leased delivery.
+struct DeliveryOutcome {
+    enum Status: String {
+        case sent = "SENT"
+        case failed = "FAILED"
+        case disabledToken = "DISABLED_TOKEN"
+        /// Not sent, for now: back to the queue, due after `retryDelayMilliseconds`.
+        case pending = "PENDING"
+    }
+
+    let delivery: LeasedDelivery
+    var status: Status
+    var attempts: Int
+    var lastError: String?
+    var messageName: String?
+    var disabledReason: PushDeviceRegistry.DisabledReason?
+    var retryDelayMilliseconds = 0
+}
+
+/// The `push_deliveries` queue (SPEC §9, durable delivery): leases and outcomes.
+///
+/// A delivery is `PENDING` (owed, due at `next_attempt_at`), `SENDING` (leased until `lease_until` by the holder of
+/// `lease_token`), or final: `SENT`, `FAILED`, `DISABLED_TOKEN`, `EXPIRED`. Whoever sends leases first, in one
+/// statement with `FOR UPDATE SKIP LOCKED`, so two senders never hold the same delivery; a sender that dies leaves a
+/// lease that runs out, and `push-sweep` leases the delivery again.
+enum DeliveryQueue {
+    /// The lease: the send deadline plus 5 s, so a live sender always finishes (or gives up) inside its lease.
+    static func leaseSeconds(_ configuration: Configuration) -> Double {
+        Double(configuration.pushSendDeadlineMilliseconds + 5000) / 1000
+    }
+
+    /// Leases due deliveries — `PENDING` past `next_attempt_at`, or `SENDING` past `lease_until` — whose device is
+    /// still enabled and whose event is younger than `PUSH_MAX_AGE_SECONDS`: of one event (the recording's own
+    /// post-response send) or of any (the sweep), oldest first, at most `limit`.
+    /// - Returns: the lease token and the deliveries it holds.
+    static func lease(
+        eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
+    ) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
+        let token = UUID()
+        let deliveries = try database.withTransaction { connection in
+            try connection.query(
+                """
+                WITH due AS (
+                    SELECT p.id
+                    FROM push_deliveries p
+                    JOIN push_events e ON e.event_key = p.event_key
+                    JOIN push_devices d ON d.id = p.push_device_id
+                    WHERE (\(eventKey)::text IS NULL OR p.event_key = \(eventKey)::text)
+                      AND ((p.status = 'PENDING' AND p.next_attempt_at <= now())
+                           OR (p.status = 'SENDING' AND p.lease_until <= now()))
+                      AND d.is_enabled
+                      AND e.created_at > now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
+                    ORDER BY p.next_attempt_at
+                    LIMIT \(limit)
+                    FOR UPDATE OF p SKIP LOCKED
+                )
+                UPDATE push_deliveries p
+                SET status = 'SENDING', attempts = p.attempts + 1, lease_token = \(token),
+                    lease_until = now() + make_interval(secs => \(leaseSeconds(configuration))), updated_at = now()
+                FROM due, push_events e, push_devices d, patients pt
+                WHERE p.id = due.id AND e.event_key = p.event_key AND d.id = p.push_device_id AND pt.id = e.patient_id
+                RETURNING p.id, d.id, d.token, p.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
+                          e.recording_group_id, e.taken_at, e.within_time, pt.display_name
+                """
+            ).map { row in
+                let (deliveryID, deviceID, token, attempts) = try row.decode((UUID, UUID, String, Int).self)
+                let (eventKey, patientID, date, slot) = try (
+                    row.decode(String.self, at: 4), row.decode(UUID.self, at: 5), row.decode(String.self, at: 6),
+                    row.decode(String.self, at: 7)
+                )
+                let (group, takenAt, withinTime, displayName) = try (
+                    row.decode(UUID?.self, at: 8), row.decode(Date.self, at: 9), row.decode(Bool.self, at: 10),
+                    row.decode(String.self, at: 11)
+                )
+                guard let slot = Slot(rawValue: slot) else {
+                    throw PostgresError(.decoding, serverMessage: "push_events.slot out of range")
+                }
+                let event = DoseTakenEvent(
+                    storedKey: eventKey, patientID: patientID, date: date, slot: slot, recordingGroupID: group,
+                    takenAt: takenAt, withinTime: withinTime)
+                return LeasedDelivery(
+                    deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, event: event,
+                    displayName: displayName)
+            }
+        }
+        return (token, deliveries)
+    }
+
+    /// Records outcomes and disables dead tokens in one transaction of two statements, whatever the batch size.
+    ///
+    /// Only rows still held by `lease` change: a sender whose lease ran out cannot overwrite the outcome of the one
+    /// that took over. When the connection died while sending, the session reconnects once and tries again.
+    /// - Returns: how many deliveries were updated (fewer than `outcomes` when a lease was lost), or `nil` when
+    ///   nothing could be recorded: the leases then run out and the sweep sends again.
+    @discardableResult
+    static func record(
+        _ outcomes: [DeliveryOutcome], lease: UUID, database: DatabaseSession, logger: Logger
+    ) -> Int? {
+        guard !outcomes.isEmpty else { return 0 }
+        let rows = JSONValue.array(
+            outcomes.map { outcome in
+                .object([
+                    "id": .string(outcome.delivery.deliveryID.uuidString.lowercased()),
+                    "status": .string(outcome.status.rawValue),
+                    "attempts": .number(Double(outcome.attempts)),
+                    "last_error": outcome.lastError.map(JSONValue.string) ?? .null,
+                    "message_name": outcome.messageName.map(JSONValue.string) ?? .null,
+                    "delay_ms": .number(Double(outcome.retryDelayMilliseconds)),
+                ])
+            })
+        let disabled = JSONValue.array(
+            outcomes.compactMap { outcome in
+                outcome.disabledReason.map { reason in
+                    .object([
+                        "device": .string(outcome.delivery.deviceID.uuidString.lowercased()),
+                        "reason": .string(reason.rawValue),
+                    ])
+                }
+            })
+        let outcomesJSON = rows.jsonText
+        let disabledJSON = disabled.jsonText
+        for attempt in 1...2 {
+            do {
+                let updated = try database.withTransaction { connection in
+                    let updated = try connection.query(
+                        """
+                        UPDATE push_deliveries p
+                        SET status = o.status, attempts = o.attempts, last_error = o.last_error,
+                            fcm_message_name = o.message_name,
+                            next_attempt_at = CASE WHEN o.status = 'PENDING'
+                                THEN now() + make_interval(secs => o.delay_ms / 1000.0) ELSE p.next_attempt_at END,
+                            lease_until = NULL, lease_token = NULL, updated_at = now()
+                        FROM jsonb_to_recordset(\(outcomesJSON)::jsonb)
+                            AS o(id uuid, status text, attempts integer, last_error text, message_name text,
+                                 delay_ms bigint)
+                        WHERE p.id = o.id AND p.status = 'SENDING' AND p.lease_token = \(lease)
+                        """
+                    ).affectedRows
+                    try connection.query(
+                        """
+                        UPDATE push_devices d
+                        SET is_enabled = false, disabled_reason = o.reason, updated_at = now()
+                        FROM jsonb_to_recordset(\(disabledJSON)::jsonb) AS o(device uuid, reason text)
+                        WHERE d.id = o.device AND d.is_enabled
+                        """)
+                    return updated
+                }
+                if updated < outcomes.count {
+                    logger.warning(
+                        "push lease lost: another sender took over some deliveries",
+                        metadata: ["push.lost": .stringConvertible(outcomes.count - updated)])
+                }
+                return updated
+            } catch let error as PostgresError where attempt == 1 && (error.isUnavailable || !database.isOpen) {
+                // The connection may have died while we were sending: one fresh connection, one more try.
+                logger.warning(
+                    "push outcomes: reconnecting to record them", metadata: ["db.code": .string(error.code.description)]
+                )
+                database.close()
+            } catch {
+                logger.error(
+                    "push outcomes could not be recorded; the leases will run out and the sweep will resend",
+                    metadata: ["error.type": .string(String(describing: type(of: error)))])
+                return nil
+            }
+        }
+        return nil
+    }
+}
+
+extension JSONValue {
+    /// Compact JSON text (sorted keys), for a `jsonb` bind.
+    var jsonText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+}

@@ -1,0 +1,43 @@
+extension String {
+    /// The string with `pad` in front up to `length` characters (dates, times, `\u` escapes).
+    package func leftPadded(to length: Int, with pad: Character = "0") -> String {
+        count >= length ? self : String(repeating: pad, count: length - count) + self
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs (HTTP's optional whitespace, RFC 9110 §5.6.3), which is
+    /// what `trimmingCharacters(in: .whitespaces)` was used for before FoundationEssentials.
+    package func trimmingOptionalWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return String(self[first...last])
+    }
+}
+
+extension String {
+    /// Whether every byte is in the given ASCII set (a cheap allow-list check before anything else looks at input).
+    package func consists(of allowed: (UInt8) -> Bool) -> Bool {
+        utf8.allSatisfy(allowed)
+    }
+
+    /// The text without leading and trailing whitespace and line breaks (environment variables pasted with a
+    /// trailing newline).
+    package func trimmingWhitespaceAndNewlines() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded up so that a positive wait never becomes zero.
+    package var milliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+}

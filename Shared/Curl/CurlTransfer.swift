@@ -1,0 +1,206 @@
+import CCurl
+import FoundationEssentials
+
+/// One HTTP request as libcurl performs it: owns the `CURL` easy handle, its header list and the buffer the
+/// response is written into. Part of the thin libcurl binding; nothing outside `Shared/HTTP` sees a pointer.
+final class CurlTransfer {
+    /// Collects what libcurl hands the write and header callbacks. Reached from C through an unretained pointer,
+    /// so the transfer keeps it alive for as long as the easy handle exists.
+    final class Sink {
+        var body: [UInt8] = []
+        var headerLines: [String] = []
+        let bodyLimit: Int
+
+        init(bodyLimit: Int) { self.bodyLimit = bodyLimit }
+    }
+
+    let handle: UnsafeMutableRawPointer
+    let tag: Int
+    private let sink: Sink
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    /// `CURLOPT_ERRORBUFFER`: libcurl's sentence for a failure, read for TLS failures only.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+
+    /// Prepares (but does not start) a transfer.
+    /// - Throws: ``HTTPClientError`` when libcurl refuses the handle or an option.
+    init(request: HTTPRequest, tag: Int, timeoutMilliseconds: Int) throws(HTTPClientError) {
+        CurlGlobal.ensureInitialised()
+        guard let handle = curl_easy_init() else { throw HTTPClientError(.setupFailed) }
+        self.handle = handle
+        self.tag = tag
+        self.sink = Sink(bodyLimit: request.responseBodyLimit)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        do {
+            try configure(request, timeoutMilliseconds: timeoutMilliseconds)
+        } catch {
+            curl_slist_free_all(headerList)
+            curl_easy_cleanup(handle)
+            errorBuffer.deallocate()
+            throw error
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    private func configure(_ request: HTTPRequest, timeoutMilliseconds: Int) throws(HTTPClientError) {
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_URL, request.url))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(min(timeoutMilliseconds, 3000))))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, Int(max(timeoutMilliseconds, 1))))
+        // HTTP/2 over TLS when the server offers it (one connection, many streams), HTTP/1.1 otherwise.
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)))
+        // Over TLS (FCM), wait for a connection that can multiplex rather than opening one per stream. Plain HTTP
+        // never negotiates HTTP/2 here, and waiting would only serialise the first round trip.
+        if request.url.hasPrefix("https://") {
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
+        }
+        try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
+        try configureTrust(request.trust)
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
+        if request.method == "GET" {
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_HTTPGET, 1))
+        } else if request.method != "POST" && request.body.isEmpty {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+        } else {
+            // POST, and PUT or any other method with a body (a CloudFormation response URL): the body goes as-is.
+            try check(ccurl_easy_setopt_long(handle, CURLOPT_POSTFIELDSIZE, request.body.count))
+            // libcurl copies the body, so nothing here has to outlive this call.
+            let copied = request.body.withUnsafeBufferPointer { buffer in
+                ccurl_easy_setopt_pointer(
+                    handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+            }
+            try check(copied)
+            if request.method != "POST" {
+                try check(ccurl_easy_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method))
+            }
+        }
+        // "Expect: 100-continue" would cost a round trip on every POST.
+        // "Name;" is libcurl's way to send a header with an empty value ("Name:" would remove it): a pre-signed S3
+        // URL expects `Content-Type:` empty, which stops libcurl's form-encoded default for a body.
+        let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
+        for line in lines + ["Expect:"] {
+            guard let appended = curl_slist_append(headerList, line) else { throw HTTPClientError(.setupFailed) }
+            headerList = appended
+        }
+        try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
+        let context = Unmanaged.passUnretained(sink).toOpaque()
+        try check(ccurl_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, curlWriteBody))
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
+        try check(ccurl_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader))
+        try check(ccurl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
+    }
+
+    /// Peer and host-name verification on (libcurl's defaults, set anyway so that no build can differ), anchored
+    /// in the request's trust store.
+    private func configureTrust(_ trust: TrustStore) throws(HTTPClientError) {
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
+        try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
+        if let file = trust.caFile { try check(ccurl_easy_setopt_string(handle, CURLOPT_CAINFO, file)) }
+        if let directory = trust.caDirectory {
+            try check(ccurl_easy_setopt_string(handle, CURLOPT_CAPATH, directory))
+        } else if trust.excludesDefaultDirectory {
+            try check(ccurl_easy_setopt_pointer(handle, CURLOPT_CAPATH, nil))
+        }
+    }
+
+    private func check(_ code: CURLcode) throws(HTTPClientError) {
+        guard code == CURLE_OK else { throw HTTPClientError(.setupFailed, curlCode: Int(code.rawValue)) }
+    }
+
+    /// The outcome once libcurl reports the transfer done with `code`.
+    func result(code: CURLcode) -> Result<HTTPResponse, HTTPClientError> {
+        guard code == CURLE_OK else {
+            switch code {
+            case CURLE_OPERATION_TIMEDOUT:
+                return .failure(HTTPClientError(.timedOut, curlCode: Int(code.rawValue)))
+            case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
+                CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+                let detail = String(cString: errorBuffer)
+                return .failure(
+                    HTTPClientError(
+                        .tlsVerificationFailed, curlCode: Int(code.rawValue), detail: detail.isEmpty ? nil : detail))
+            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY,
+                CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_SSL_CONNECT_ERROR,
+                CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+                return .failure(HTTPClientError(.connectionFailed, curlCode: Int(code.rawValue)))
+            case CURLE_WRITE_ERROR:
+                return .failure(HTTPClientError(.responseTooLarge, curlCode: Int(code.rawValue)))
+            default:
+                return .failure(HTTPClientError(.transferFailed, curlCode: Int(code.rawValue)))
+            }
+        }
+        var status = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return .success(HTTPResponse(status: status, headers: Self.parseHeaders(sink.headerLines), body: sink.body))
+    }
+
+    /// How many new connections this transfer opened (0 when it reused one).
+    var connectionsOpened: Int {
+        var count = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &count)
+        return count
+    }
+
+    /// The headers of the last response (a 100-continue or a redirect may precede it), names lower-cased.
+    static func parseHeaders(_ lines: [String]) -> [String: String] {
+        var headers: [String: String] = [:]
+        for line in lines {
+            if line.hasPrefix("HTTP/") {
+                headers = [:]
+                continue
+            }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingWhitespace()
+            headers[name] = headers[name].map { "\($0), \(value)" } ?? value
+        }
+        return headers
+    }
+}
+
+/// `CURLOPT_WRITEFUNCTION`: appends body bytes; refusing (returning 0) past the limit aborts the transfer.
+private let curlWriteBody: ccurl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<CurlTransfer.Sink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    guard sink.body.count + length <= sink.bodyLimit else { return 0 }
+    data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+    }
+    return length
+}
+
+/// `CURLOPT_HEADERFUNCTION`: one header line per call.
+private let curlWriteHeader: ccurl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let sink = Unmanaged<CurlTransfer.Sink>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    }
+    if sink.headerLines.count < 200 { sink.headerLines.append(line) }
+    return length
+}
+
+/// `curl_global_init` must run once before any other libcurl call.
+enum CurlGlobal {
+    private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    static func ensureInitialised() {
+        _ = initialised
+    }
+}
+
+extension Substring {
+    func trimmingWhitespace() -> String {
+        var text = self
+        while let first = text.first, first.isWhitespace { text.removeFirst() }
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        return String(text)
+    }
+}

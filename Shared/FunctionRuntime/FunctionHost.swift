@@ -1,0 +1,79 @@
+import Codecs
+import FoundationEssentials
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Runs a handler as a process, the way a serverless host invokes it (SPEC §2).
+///
+/// One-shot (default): read one event from stdin to EOF, write the response, flush and close stdout, then run the
+/// post-response work, then exit 0. A host reading stdout to EOF thus has the response before any push is sent.
+/// With `AWS_LAMBDA_RUNTIME_API` set: loop on the Lambda Runtime API instead (``RuntimeAPILoop``).
+public enum FunctionHost {
+    /// The largest event accepted on stdin. A 16 KiB body base64-encoded plus headers fits many times over.
+    public static let eventLimit = 1024 * 1024
+
+    /// Runs the handler that `setUp` makes for this process and exits.
+    /// - Parameters:
+    ///   - name: the function's name: the logger's label and the log's `function`.
+    ///   - setUp: given the environment and the function's logger, the handler and the resources it keeps for the
+    ///     process's life. Called once, before the first event is read.
+    public static func main<H: InvocationHandling>(
+        name: String, _ setUp: (_ environment: [String: String], _ logger: Logger) -> (H, H.Resources)
+    ) -> Never {
+        // A host that stops reading must not kill us mid-response: the failed write is reported instead.
+        signal(SIGPIPE, SIG_IGN)
+        let environment = ProcessInfo.processInfo.environment
+        JSONLogHandler.bootstrap(environment: environment)
+        var logger = Logger(label: name)
+        logger[metadataKey: "function"] = .string(name)
+        let (handler, resources) = setUp(environment, logger)
+        if let api = environment["AWS_LAMBDA_RUNTIME_API"], !api.isEmpty {
+            logger.info("runtime API loop starting")
+            exit(RuntimeAPILoop(handler: handler, resources: resources, api: api).run())
+        }
+        exit(runOnce(handler, resources: resources))
+    }
+
+    /// One-shot mode. Returns the exit status: 0 once a response was written, 1 when none could be.
+    static func runOnce<H: InvocationHandling>(_ handler: H, resources: H.Resources) -> Int32 {
+        let started = ContinuousClock.now
+        let metrics = InvocationMetrics()
+        metrics.set(.coldStart, 1)
+        let result: InvocationResult
+        switch StandardStreams.readInput(limit: eventLimit) {
+        case .some(let bytes):
+            result = handler.handle(InvocationInput(eventBytes: bytes, metrics: metrics), resources: resources)
+        case .none:
+            result = handler.oversizedEvent(limit: eventLimit)
+        }
+        guard let document = JSONCoding.encode(result.document) else {
+            handler.logger.critical("response could not be encoded")
+            return 1
+        }
+        guard StandardStreams.writeAll(document + [UInt8(ascii: "\n")], to: STDOUT_FILENO) else {
+            handler.logger.critical("response could not be written to stdout")
+            return 1
+        }
+        StandardStreams.closeOutput()
+        result.afterResponse?()
+        handler.release(resources)
+        emitMetrics(metrics, handler: handler, started: started)
+        return 0
+    }
+
+    /// Writes the invocation's EMF line (with its duration, response to end of post-response work) on stderr.
+    static func emitMetrics(
+        _ metrics: InvocationMetrics, handler: some InvocationHandling, started: ContinuousClock.Instant
+    ) {
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        metrics.set(.durationMs, (milliseconds * 10).rounded() / 10)
+        JSONLogHandler.writeToStandardError(
+            metrics.line(namespace: handler.metricsNamespace, function: handler.functionName))
+    }
+}

@@ -1,0 +1,100 @@
+import Codecs
+import FoundationEssentials
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A swift-log handler that writes one JSON object per line to stderr (stdout is the function's protocol).
+///
+/// `{"ts":…,"level":…,"msg":…,"function":…,"requestId":…, <metadata>}`. Messages are constant strings; values go in
+/// metadata with dotted keys (`push.token_hash`, `db.sqlstate`). Nothing here redacts: callers never put a token, a
+/// JWT, a secret or a medication name in a log, and the leak-check test holds them to it.
+public struct JSONLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .info
+    private let label: String
+    private let sink: @Sendable (String) -> Void
+
+    /// - Parameters:
+    ///   - label: the logger's label; used as `function` when metadata does not set one.
+    ///   - sink: receives each finished line (with its newline). Defaults to stderr.
+    public init(label: String, sink: @escaping @Sendable (String) -> Void = JSONLogHandler.writeToStandardError) {
+        self.label = label
+        self.sink = sink
+    }
+
+    /// Installs this handler for the whole process, at the level named by `LOG_LEVEL` (default `info`).
+    public static func bootstrap(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let level = environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = JSONLogHandler(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    @Sendable public static func writeToStandardError(_ line: String) {
+        StandardStreams.writeAll(Array(line.utf8), to: STDERR_FILENO)
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var merged = metadata
+        if let extra = event.metadata { merged.merge(extra) { _, new in new } }
+        sink(Self.line(level: event.level, message: event.message.description, metadata: merged, label: label))
+    }
+
+    static func line(level: Logger.Level, message: String, metadata: Logger.Metadata, label: String) -> String {
+        var text = "{\"ts\":" + JSONText.quote(Timestamp.rfc3339UTC(Date()))
+        text += ",\"level\":" + JSONText.quote(level.rawValue)
+        text += ",\"msg\":" + JSONText.quote(message)
+        if metadata["function"] == nil { text += ",\"function\":" + JSONText.quote(label) }
+        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            text += "," + JSONText.quote(key) + ":" + JSONText.encode(value)
+        }
+        return text + "}\n"
+    }
+}
+
+/// Minimal JSON text building for log lines, where field order matters to a human reader.
+enum JSONText {
+    static func quote(_ string: String) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                out += "\\u" + String(scalar.value, radix: 16).leftPadded(to: 4)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func encode(_ value: Logger.Metadata.Value) -> String {
+        switch value {
+        case .string(let string): quote(string)
+        case .stringConvertible(let convertible):
+            if let number = convertible as? any BinaryInteger { String(describing: number) }
+            else if let number = convertible as? Double, number.isFinite { String(describing: number) }
+            else if let flag = convertible as? Bool { flag ? "true" : "false" }
+            else { quote(convertible.description) }
+        case .array(let values): "[" + values.map(encode).joined(separator: ",") + "]"
+        case .dictionary(let members):
+            "{" + members.sorted { $0.key < $1.key }.map { quote($0.key) + ":" + encode($0.value) }
+                .joined(separator: ",") + "}"
+        }
+    }
+}

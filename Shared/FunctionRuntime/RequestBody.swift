@@ -1,0 +1,83 @@
+import Codecs
+import FoundationEssentials
+
+/// A request body that has passed the generic checks: JSON content type (else 415), one well-formed JSON document
+/// without duplicate member names (else 400), and an object (else 400). Fields are then read through a
+/// ``FieldValidator``, which collects every invalid field before answering 422. Unknown fields are ignored.
+public struct RequestBody: Sendable {
+    public let members: [String: JSONValue]
+
+    /// Checks the content type and parses the body.
+    /// - Throws: ``Problem`` 415 or 400.
+    public init(_ request: FunctionRequest) throws(Problem) {
+        guard let contentType = request.header("content-type"), Self.isJSON(contentType) else {
+            throw .unsupportedMediaType()
+        }
+        guard !request.body.isEmpty else { throw .badRequest("The request body is empty; a JSON object is expected.") }
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(request.body)
+        } catch {
+            throw .badRequest("The request body is not valid JSON (\(error.reason.rawValue) at byte \(error.offset)).")
+        }
+        guard let members = document.objectValue else {
+            throw .badRequest("The request body must be a JSON object, not \(document.kindName).")
+        }
+        self.members = members
+    }
+
+    /// `application/json`, or any `application/…+json`, with or without parameters.
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingOptionalWhitespace().lowercased()
+        }
+        guard let mediaType else { return false }
+        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+    }
+}
+
+/// Reads fields of a ``RequestBody`` and collects what is wrong with them.
+public struct FieldValidator {
+    package let members: [String: JSONValue]
+    public private(set) var errors: [Problem.FieldError] = []
+
+    public init(_ body: RequestBody) {
+        members = body.members
+    }
+
+    public mutating func reject(_ field: String, _ message: String) {
+        errors.append(Problem.FieldError(field: field, message: message))
+    }
+
+    /// A string field. Absent (or `null`) → `nil`, and an error "`field` is required" when `required`.
+    /// A non-string, or a string failing `isValid`, records `invalidMessage`.
+    public mutating func string(
+        _ field: String, required: Bool, invalidMessage: String, isValid: (String) -> Bool = { _ in true }
+    ) -> String? {
+        guard let value = members[field], value != .null else {
+            if required { reject(field, "\(field) is required") }
+            return nil
+        }
+        guard let string = value.stringValue, isValid(string) else {
+            reject(field, invalidMessage)
+            return nil
+        }
+        return string
+    }
+
+    /// A field that must be one of `allowed` (case-sensitive); absence and anything else record `message`.
+    public mutating func oneOf<Value: RawRepresentable<String>>(
+        _ field: String, _ type: Value.Type, message: String
+    ) -> Value? {
+        guard let raw = members[field]?.stringValue, let value = Value(rawValue: raw) else {
+            reject(field, message)
+            return nil
+        }
+        return value
+    }
+
+    /// Ends validation. - Throws: ``Problem`` 422 listing every invalid field, when there is any.
+    public func finish() throws(Problem) {
+        guard errors.isEmpty else { throw .validation(errors) }
+    }
+}

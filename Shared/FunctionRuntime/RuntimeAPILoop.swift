@@ -1,0 +1,120 @@
+import Codecs
+import Curl
+import FoundationEssentials
+import Logging
+
+/// The AWS Lambda Runtime API client: the same binary as an AWS Lambda custom runtime (`provided.al2023`) and as a
+/// warm worker of `runner serve --mode warm` (SPEC §2.2).
+///
+/// `GET /2018-06-01/runtime/invocation/next` → handle → `POST …/invocation/{id}/response` → post-response work →
+/// metrics line → next. The post-response work is bounded by the invocation's `Lambda-Runtime-Deadline-Ms` (less a
+/// margin), so the process is back at `/next` before AWS's deadline: past it the environment would be stopped
+/// mid-work. The database connection, the FCM client and the access token live in the process and serve every
+/// invocation.
+struct RuntimeAPILoop<H: InvocationHandling> {
+    let handler: H
+    /// The application's resources, made once for the process and handed to every invocation.
+    let resources: H.Resources
+    /// `host:port` from `AWS_LAMBDA_RUNTIME_API`.
+    let api: String
+
+    private var base: String { "http://\(api)/2018-06-01/runtime" }
+
+    /// Runs until the Runtime API goes away; returns the exit status.
+    func run() -> Int32 {
+        var failures = 0
+        var coldStart = true
+        while true {
+            switch nextInvocation() {
+            case .success(let invocation):
+                failures = 0
+                handle(invocation, coldStart: coldStart)
+                coldStart = false
+            case .failure(let error):
+                failures += 1
+                handler.logger.error("runtime API unreachable", metadata: ["error": .string(error.description)])
+                // The host has gone (the runner stopped, the sandbox is shutting down): leave quietly.
+                if failures >= 3 { return 1 }
+                sleepThread(seconds: 0.2 * Double(failures))
+            }
+        }
+    }
+
+    struct Invocation {
+        let requestID: String
+        /// `Lambda-Runtime-Deadline-Ms` on this process's clock.
+        let deadline: ContinuousClock.Instant?
+        let event: [UInt8]
+    }
+
+    private func nextInvocation() -> Result<Invocation, HTTPClientError> {
+        // The host answers when it has an event: wait as long as it takes.
+        let result = HTTPClient.perform(HTTPRequest(url: "\(base)/invocation/next"), timeoutMilliseconds: 86_400_000)
+        return result.flatMap { response in
+            guard response.status == 200, let requestID = response.headers["lambda-runtime-aws-request-id"],
+                !requestID.isEmpty
+            else { return .failure(HTTPClientError(.transferFailed)) }
+            let deadline = response.headers["lambda-runtime-deadline-ms"].flatMap {
+                Self.deadline(epochMilliseconds: $0)
+            }
+            return .success(Invocation(requestID: requestID, deadline: deadline, event: response.body))
+        }
+    }
+
+    /// The wall-clock deadline (Unix epoch milliseconds) as an instant of the monotonic clock.
+    static func deadline(epochMilliseconds text: String, now: Date = Date()) -> ContinuousClock.Instant? {
+        guard let milliseconds = Int64(text.trimmingOptionalWhitespace()), milliseconds > 0 else { return nil }
+        let remaining = Double(milliseconds) / 1000 - now.timeIntervalSince1970
+        return ContinuousClock.now + .milliseconds(Int64((remaining * 1000).rounded(.down)))
+    }
+
+    private func handle(_ invocation: Invocation, coldStart: Bool) {
+        let started = ContinuousClock.now
+        let metrics = InvocationMetrics()
+        metrics.set(.coldStart, coldStart ? 1 : 0)
+        let result = handler.handle(
+            InvocationInput(
+                eventBytes: invocation.event, requestIDFallback: invocation.requestID, deadline: invocation.deadline,
+                metrics: metrics),
+            resources: resources)
+        let path = "\(base)/invocation/\(Self.percentEncodedPathSegment(invocation.requestID))"
+        if let body = JSONCoding.encode(result.document) {
+            post("\(path)/response", body: body)
+            result.afterResponse?()
+        } else {
+            post(
+                "\(path)/error",
+                body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"))
+        }
+        FunctionHost.emitMetrics(metrics, handler: handler, started: started)
+    }
+
+    private func post(_ url: String, body: [UInt8]) {
+        let request = HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body)
+        if case .failure(let error) = HTTPClient.perform(request, timeoutMilliseconds: 10_000) {
+            handler.logger.error("runtime API refused the result", metadata: ["error": .string(error.description)])
+        }
+    }
+
+    /// `segment` with every byte outside RFC 3986's unreserved set percent-encoded (a request id is a UUID in
+    /// practice; anything else must not be able to change the path).
+    static func percentEncodedPathSegment(_ segment: String) -> String {
+        var out = ""
+        for byte in segment.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + Hex.encode([byte]).uppercased()
+            }
+        }
+        return out
+    }
+
+    /// The Runtime API's error document.
+    static func errorBody(type: String, message: String) -> [UInt8] {
+        Array(#"{"errorMessage":"\#(message)","errorType":"\#(type)","stackTrace":[]}"#.utf8)
+    }
+}

@@ -1,0 +1,92 @@
+import Codecs
+/// A failure talking to PostgreSQL.
+///
+/// Shaped after postgres-nio's `PSQLError`: a ``Code`` that can grow without breaking callers, the SQLSTATE when
+/// the server sent one, and the server's text kept apart. `description` is deliberately generic so that bind values,
+/// queries and connection strings never reach a response; the details go to ``debugDescription`` for the log.
+public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringConvertible, Sendable {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String {
+            case connectionFailed, connectionLost, server, unexpectedResult, decoding, invalidConnectionString
+            case invalidParameter, startupParameterRefused
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The server could not be reached or refused the connection.
+        public static let connectionFailed = Code(.connectionFailed)
+        /// The connection broke during a command.
+        public static let connectionLost = Code(.connectionLost)
+        /// The server answered the command with an error; see ``PostgresError/sqlState``.
+        public static let server = Code(.server)
+        /// libpq returned a result status this layer does not handle (e.g. COPY).
+        public static let unexpectedResult = Code(.unexpectedResult)
+        /// A column could not be decoded into the requested Swift type.
+        public static let decoding = Code(.decoding)
+        /// The connection string (`DATABASE_URL`) cannot be parsed: a configuration error, not an outage.
+        public static let invalidConnectionString = Code(.invalidConnectionString)
+        /// A bind value (or the SQL) holds a NUL, which libpq's text protocol would silently cut short. Refused before
+        /// anything is sent.
+        public static let invalidParameter = Code(.invalidParameter)
+        /// The server or a pooler in front of it refused a startup parameter the connection string sets (PgBouncer
+        /// answers `unsupported startup parameter: options` to `options=-c …`): a configuration error, not an outage.
+        public static let startupParameterRefused = Code(.startupParameterRefused)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    /// The five-character SQLSTATE, for server errors.
+    public let sqlState: SQLState?
+    /// The server's or libpq's message; may name tables, columns, hosts. Log it, never return it.
+    public let serverMessage: String?
+
+    package init(_ code: Code, sqlState: SQLState? = nil, serverMessage: String? = nil) {
+        self.code = code
+        self.sqlState = sqlState
+        self.serverMessage = serverMessage
+    }
+
+    /// True when the database is unreachable or too busy rather than the request being wrong: worth a 503 and a
+    /// retry.
+    public var isUnavailable: Bool {
+        if code == .connectionFailed || code == .connectionLost { return true }
+        guard let sqlState else { return false }
+        // Class 08 — connection exception; 57P01..57P03 — admin shutdown, crash shutdown, cannot connect now.
+        if sqlState.rawValue.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState.rawValue) { return true }
+        // 53300 too_many_connections: past max_connections (a proxy that connects lazily reports it on a query).
+        if sqlState == .tooManyConnections { return true }
+        // A wait past lock_timeout or statement_timeout, or a conflict that outlived its retries.
+        return [.lockNotAvailable, .queryCanceled, .serializationFailure, .deadlockDetected].contains(sqlState)
+    }
+
+    /// A conflict with a concurrent transaction that the same transaction, run again, may not meet (40001, 40P01).
+    public var isRetryableConflict: Bool {
+        code == .server && (sqlState == .serializationFailure || sqlState == .deadlockDetected)
+    }
+
+    public var description: String { "PostgresError(code: \(code))" }
+
+    public var debugDescription: String {
+        var text = "PostgresError(code: \(code)"
+        if let sqlState { text += ", sqlState: \(sqlState.rawValue)" }
+        if let serverMessage { text += ", message: \(serverMessage)" }
+        return text + ")"
+    }
+}
+
+/// A PostgreSQL SQLSTATE, with names for the ones this project reacts to.
+public struct SQLState: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let uniqueViolation = SQLState(rawValue: "23505")
+    public static let foreignKeyViolation = SQLState(rawValue: "23503")
+    public static let checkViolation = SQLState(rawValue: "23514")
+    public static let serializationFailure = SQLState(rawValue: "40001")
+    public static let deadlockDetected = SQLState(rawValue: "40P01")
+    public static let undefinedTable = SQLState(rawValue: "42P01")
+    public static let queryCanceled = SQLState(rawValue: "57014")
+    public static let lockNotAvailable = SQLState(rawValue: "55P03")
+    public static let tooManyConnections = SQLState(rawValue: "53300")
+}
