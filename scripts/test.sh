@@ -3,7 +3,7 @@
 # suite (in-process tests and the built executables driven through stdin/stdout) against that database; then runs
 # the executable-level suites a second time through PgBouncer in transaction-pooling mode (issue 18).
 #
-#   scripts/test.sh                 everything (both passes, the client consumer, the leak scan)
+#   scripts/test.sh                 everything (lint, both passes, the client consumer, the leak scan)
 #   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests)
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 set -euo pipefail
@@ -52,6 +52,10 @@ run_pooled_pass() (
 )
 
 run_tests() {
+    # Lint first (whole runs): swift-format, from the toolchain, in strict mode over every Swift file (make lint).
+    if [ "$#" -eq 0 ]; then
+        swift format lint --strict --recursive Package.swift Functions Shared runner Tests Client
+    fi
     swift build
     FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
     # Everything the functions and the runner say during the run is kept here for the leak scan at the end.

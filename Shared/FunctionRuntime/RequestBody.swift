@@ -81,3 +81,22 @@ public struct FieldValidator {
         guard errors.isEmpty else { throw .validation(errors) }
     }
 }
+
+extension FieldValidator {
+    /// An optional UUID field; a present non-UUID records "`field` must be a UUID".
+    public mutating func uuid(_ field: String, required: Bool) -> UUID? {
+        string(field, required: required, invalidMessage: "\(field) must be a UUID") { UUID(exactly: $0) != nil }
+            .flatMap(UUID.init(exactly:))
+    }
+
+    /// An RFC 3339 date-time with an offset.
+    public mutating func instant(_ field: String, required: Bool) -> (date: Date, text: String)? {
+        guard
+            let text = string(
+                field, required: required,
+                invalidMessage: "\(field) must be an RFC 3339 date-time with a time-zone offset",
+                isValid: { Timestamp.parseRFC3339($0) != nil })
+        else { return nil }
+        return Timestamp.parseRFC3339(text).map { ($0, text) }
+    }
+}

@@ -185,12 +185,9 @@ public struct Configuration: Sendable {
 }
 
 /// A missing or malformed environment variable. Safe to log: it names the variable, never its value.
-public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible, ProblemConvertible {
+public struct ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
     public let variable: String
     public let reason: String
 
     public var description: String { "\(variable) \(reason)" }
-
-    /// A configuration error is the operator's problem, not the caller's: a bare 500.
-    public var problem: Problem { .internalError() }
 }

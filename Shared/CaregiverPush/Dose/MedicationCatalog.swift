@@ -1,7 +1,10 @@
 import Codecs
 import Libpq
-import FunctionRuntime
 import FoundationEssentials
+
+/// A recording named a medication the patient does not have; another patient's medication is indistinguishable from
+/// none. (A 404: see ErrorProblems.swift.)
+struct UnknownMedication: Error {}
 
 /// A patient's medication as far as recording needs it (never its name).
 struct Medication {
@@ -25,7 +28,7 @@ struct Medication {
                 FROM medications WHERE id = \(id) AND patient_id = \(patientID)
                 """
             ).single
-        else { throw Problem.notFound("No such medication.") }
+        else { throw UnknownMedication() }
         let (isPRN, start, end, archived) = try row.decode((Bool, String, String?, Bool).self)
         guard let startDate = LocalDate(start) else { throw PostgresError(.decoding) }
         return Medication(id: id, isPRN: isPRN, startDate: startDate, endDate: end.flatMap(LocalDate.init), isArchived: archived)

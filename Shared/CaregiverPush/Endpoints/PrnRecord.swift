@@ -149,15 +149,3 @@ public struct PrnRecord: Endpoint {
         )
     }
 }
-
-extension FieldValidator {
-    /// `quantity`: an integer 1–10, default 1. `sent` is what the request said, for the idempotency fingerprint.
-    mutating func quantity() -> (value: Int, sent: Int?) {
-        guard let raw = members["quantity"], raw != .null else { return (1, nil) }
-        guard let integer = raw.integerValue, (1...10).contains(integer) else {
-            reject("quantity", "quantity must be an integer from 1 to 10")
-            return (1, nil)
-        }
-        return (Int(integer), Int(integer))
-    }
-}

@@ -47,23 +47,3 @@ public struct PushRegister: Endpoint {
         return .init(token: token, platform: platform, environment: environment, installationID: installationID)
     }
 }
-
-extension FieldValidator {
-    /// The `token` field: an FCM registration token, 1–4096 characters of `A-Z a-z 0-9 _ : . -`.
-    mutating func deviceToken() -> String? {
-        string("token", required: true, invalidMessage: "token must be 1 to 4096 characters of A-Z a-z 0-9 _ : . -") {
-            value in
-            (1...4096).contains(value.utf8.count) && value.consists(of: Self.isTokenCharacter)
-        }
-    }
-
-    static func isTokenCharacter(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "."),
-            UInt8(ascii: "-"):
-            true
-        default: false
-        }
-    }
-}

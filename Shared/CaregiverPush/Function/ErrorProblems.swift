@@ -62,3 +62,12 @@ extension PostgresError: ProblemConvertible {
         isUnavailable ? .serviceUnavailable() : .internalError()
     }
 }
+
+extension UnknownMedication: ProblemConvertible {
+    var problem: Problem { .notFound("No such medication.") }
+}
+
+extension ConfigurationError: ProblemConvertible {
+    /// A configuration error is the operator's problem, not the caller's: a bare 500.
+    public var problem: Problem { .internalError() }
+}

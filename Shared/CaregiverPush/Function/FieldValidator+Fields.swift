@@ -1,0 +1,54 @@
+import Codecs
+import FoundationEssentials
+import FunctionRuntime
+
+// The fields of this service's request bodies, in one place: each endpoint reads its body through these, so a field
+// that two endpoints share is checked, and worded, the same way in both.
+
+extension FieldValidator {
+    /// `patientId`: required for a caregiver, optional for a patient.
+    mutating func patientID(for principal: Principal) -> UUID? {
+        if case .caregiver = principal {
+            return uuid("patientId", required: true)
+        }
+        return uuid("patientId", required: false)
+    }
+
+    /// `takenAt`, defaulting to now, and no more than five minutes ahead of it.
+    mutating func takenAt(now: Date) -> (date: Date, text: String?) {
+        guard let given = instant("takenAt", required: false) else { return (now, nil) }
+        guard DoseRules.isAcceptableTakenAt(given.date, now: now) else {
+            reject("takenAt", "takenAt may not be more than 5 minutes in the future")
+            return (now, given.text)
+        }
+        return (given.date, given.text)
+    }
+
+    /// The `token` field: an FCM registration token, 1–4096 characters of `A-Z a-z 0-9 _ : . -`.
+    mutating func deviceToken() -> String? {
+        string("token", required: true, invalidMessage: "token must be 1 to 4096 characters of A-Z a-z 0-9 _ : . -") {
+            value in
+            (1...4096).contains(value.utf8.count) && value.consists(of: Self.isTokenCharacter)
+        }
+    }
+
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "."),
+            UInt8(ascii: "-"):
+            true
+        default: false
+        }
+    }
+
+    /// `quantity`: an integer 1–10, default 1. `sent` is what the request said, for the idempotency fingerprint.
+    mutating func quantity() -> (value: Int, sent: Int?) {
+        guard let raw = members["quantity"], raw != .null else { return (1, nil) }
+        guard let integer = raw.integerValue, (1...10).contains(integer) else {
+            reject("quantity", "quantity must be an integer from 1 to 10")
+            return (1, nil)
+        }
+        return (Int(integer), Int(integer))
+    }
+}
