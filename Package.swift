@@ -41,6 +41,8 @@ let package = Package(
         // The FCM emulator's TLS + HTTP/2 mode (ALPN h2), as fcm.googleapis.com serves: runner and tests only.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        // The runner's child processes (Shared/Host: FunctionProcess, ChildProcess's async run).
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         .systemLibrary(name: "CLibpq", path: "Shared/C/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -56,6 +58,9 @@ let package = Package(
                 "CLibpq", "CCurl", "COpenSSL", "CProcessLimits",
                 .product(name: "Logging", package: "swift-log"),
                 "PushPayloadContract",
+                // Belongs to the runner-only host layer (Shared/Host), not to the functions: here until that layer
+                // is a module of its own.
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             path: "Shared",
             exclude: ["C"],
