@@ -124,7 +124,11 @@ actor WarmPool {
     /// `GET …/invocation/next` from worker `id`: finishes its previous invocation, then waits for an event.
     /// Returns `nil` when the pool is shutting down.
     func next(worker id: Int) async -> Event? {
-        if launching[id] != nil { await withCheckedContinuation { launching[id]?.append($0) } }
+        if launching[id] != nil {
+            await withCheckedContinuation { waiter in
+                if launching[id] == nil { waiter.resume() } else { launching[id]?.append(waiter) }
+            }
+        }
         guard workers[id] != nil else { return nil }
         if let previous = workers[id]?.current {
             workers[id]?.current = nil
