@@ -46,6 +46,8 @@ let package = Package(
         // The FCM emulator's TLS + HTTP/2 mode (ALPN h2), as fcm.googleapis.com serves: runner and tests only.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        // The runner's child processes (Shared/Host: FunctionProcess, ChildProcess's async run).
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         .systemLibrary(name: "CLibpq", path: "Shared/C/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -86,7 +88,9 @@ let package = Package(
         // Runner and tests only: process supervision and the function table (full Foundation is fine here).
         .target(
             name: "FunctionHostKit",
-            dependencies: ["CProcessLimits", "Codecs", logging],
+            dependencies: [
+                "CProcessLimits", "Codecs", logging, .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
             path: "Shared/FunctionHostKit",
             swiftSettings: strict
         ),

@@ -83,11 +83,11 @@ struct DevCommand: AsyncParsableCommand {
                 """)
         }
         let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
-        try runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
+        try await runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
         // What the functions get: the database, or PgBouncer in front of it (a running one is kept as it is).
         let poolerURL = pooler ? "postgresql://postgres@127.0.0.1:\(poolerPort)/caregiver_push" : nil
         if pooler {
-            try runScript(
+            try await runScript(
                 "scripts/pgbouncer.sh",
                 ["start", ".data/pgbouncer", String(poolerPort), String(databasePort), String(poolSize)])
         }
@@ -144,8 +144,8 @@ struct DevCommand: AsyncParsableCommand {
         }
     }
 
-    private func runScript(_ path: String, _ arguments: [String]) throws {
-        let result = try ChildProcess.run(
+    private func runScript(_ path: String, _ arguments: [String]) async throws {
+        let result = try await ChildProcess.run(
             executable: URL(fileURLWithPath: path), arguments: arguments, input: Data(), forwardStandardError: true)
         guard result.exitStatus == 0 else {
             throw ValidationError("\(path) \(arguments.joined(separator: " ")) failed")

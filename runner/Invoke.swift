@@ -5,7 +5,7 @@ import Foundation
 
 /// `runner invoke <function> [event.json]`: one invocation through the built executable, like `sam local invoke`;
 /// `echo '{}' | runner invoke push-sweep` runs a sweep by hand.
-struct Invoke: ParsableCommand {
+struct Invoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
             "Pipe one event (a file, or stdin) through a built function and print its output: an API Gateway 2.0 event "
@@ -27,11 +27,11 @@ struct Invoke: ParsableCommand {
 
     @OptionGroup var infra: InfraOptions
 
-    func run() {
-        reportingErrors { try start() }
+    func run() async {
+        await reportingErrors { try await start() }
     }
 
-    private func start() throws {
+    private func start() async throws {
         let table = try infra.functionTable()
         guard table.function(named: function) != nil else {
             let names = table.functions.map(\.name).joined(separator: ", ")
@@ -47,7 +47,7 @@ struct Invoke: ParsableCommand {
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw ValidationError("\(executable.path) is not built; run `swift build` first")
         }
-        let result = try ChildProcess.run(executable: executable, input: eventData, forwardStandardError: true)
+        let result = try await ChildProcess.run(executable: executable, input: eventData, forwardStandardError: true)
         FileHandle.standardOutput.write(result.standardOutput)
         if result.exitStatus != 0 {
             throw ExitCode(result.exitStatus)

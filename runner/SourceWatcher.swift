@@ -24,7 +24,7 @@ struct SourceWatcher: Sendable {
             try? await Task.sleep(for: .milliseconds(300))
             last = latestModification()
             logger.info("source changed: rebuilding the functions")
-            if rebuild() {
+            if await rebuild() {
                 logger.info("functions rebuilt: restarting workers")
                 await reload()
             } else {
@@ -47,10 +47,10 @@ struct SourceWatcher: Sendable {
     }
 
     /// One `swift build --product` per function: SwiftPM builds only the last of several `--product` options.
-    private func rebuild() -> Bool {
+    private func rebuild() async -> Bool {
         for function in Self.functions {
             guard
-                let result = try? ChildProcess.run(
+                let result = try? await ChildProcess.run(
                     executable: URL(fileURLWithPath: "/usr/bin/env"),
                     arguments: ["swift", "build", "--product", function],
                     input: Data(), forwardStandardError: true)

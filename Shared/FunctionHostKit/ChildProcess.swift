@@ -1,15 +1,22 @@
 import Dispatch
 import Foundation
+import Subprocess
 import Synchronization
 
 /// Runs an executable with bytes on its stdin and collects its stdout and stderr.
 ///
-/// Both pipes are drained on their own threads while the child runs — reading after exit deadlocks once the child
-/// has written more than a pipe holds (~64 KiB). Used by `runner invoke` and by the tests that drive the built
-/// functions through their real stdin/stdout contract.
+/// Two forms. `try await run(…)`, what the runner uses (`runner invoke`, `runner dev`'s scripts and rebuilds), is
+/// swift-subprocess: no thread of its own, the pipes read through the package's one epoll thread and the exit seen on
+/// a pidfd. The synchronous `run(…)`, for the tests and benchmarks that drive the built functions through their
+/// real stdin/stdout contract from plain threads, is Foundation's `Process`: a synchronous wait on swift-subprocess
+/// would block a thread of the 2-core cooperative pool while the package still needs a free one to finish (it
+/// awaits an unstructured task on the global executor), and two such waits at once never return.
 ///
-/// Foundation's `Process` learns of the exit when a socket that every descendant inherits closes, so `run` returns
-/// only once any daemon the child left behind has let go of it (`scripts/pg.sh` starts PostgreSQL without it).
+/// In the synchronous form both pipes are drained on their own threads while the child runs — reading after exit
+/// deadlocks once the child has written more than a pipe holds (~64 KiB). Foundation's `Process` learns of the exit
+/// when a socket that every descendant inherits closes, so it returns only once any daemon the child left behind has
+/// let go of it (`scripts/pg.sh` starts PostgreSQL without it). The async form reads until the child has exited and
+/// its pipes are empty, even if a descendant still holds them.
 public enum ChildProcess {
     public struct Result: Sendable {
         public let exitStatus: Int32
@@ -107,8 +114,98 @@ public enum ChildProcess {
                 Result(
                     exitStatus: exitStatus, standardOutput: $0.standardOutput, standardError: $0.standardError,
                     standardOutputClosedAt: $0.standardOutputClosedAt ?? exitedAt, exitedAt: exitedAt,
-                    standardOutputClosedAtDate: $0.standardOutputClosedAtDate ?? exitedAtDate, exitedAtDate: exitedAtDate)
+                    standardOutputClosedAtDate: $0.standardOutputClosedAtDate ?? exitedAtDate,
+                    exitedAtDate: exitedAtDate)
             }
         }
+    }
+}
+
+extension ChildProcess {
+    /// The same contract as the synchronous `run`, on swift-subprocess: the caller's task waits, no thread blocks.
+    /// The child leads a process group of its own, as with Foundation's `Process`.
+    /// - Throws: when the process cannot be started.
+    public static func run(
+        executable: URL, arguments: [String] = [], environment: [String: String]? = nil, input: Data,
+        forwardStandardError: Bool = false
+    ) async throws -> Result {
+        // A child that exits before reading all its input would otherwise kill us with SIGPIPE on the write.
+        signal(SIGPIPE, SIG_IGN)
+        let collected = Collected()
+        let outcome = try await Subprocess.run(
+            configuration(executable: executable, arguments: arguments, environment: environment),
+            input: .inputWriter, output: .sequence, error: .sequence
+        ) { execution in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    collected.finishStandardOutput(await readToEnd(execution.standardOutput))
+                }
+                group.addTask {
+                    await forEachChunk(of: execution.standardError) { chunk in
+                        collected.appendStandardError(chunk)
+                        if forwardStandardError { FileHandle.standardError.write(chunk) }
+                    }
+                }
+                group.addTask {
+                    // A child that exits without reading its input makes this write fail (EPIPE); that is its business.
+                    let writer = execution.standardInputWriter
+                    _ = try? await writer.write(Array(input))
+                    try? await writer.finish()
+                }
+            }
+        }
+        // `run` returns once the body is done (stdout at EOF) and the child has been reaped.
+        let exitedAt = ContinuousClock.now
+        let exitedAtDate = Date()
+        return collected.result(
+            exitStatus: exitStatus(outcome.terminationStatus), exitedAt: exitedAt, exitedAtDate: exitedAtDate)
+    }
+
+    /// How the host starts a child: `executable` itself (no `PATH` search, no shell), `environment` as its whole
+    /// environment (ours when `nil`), as the leader of a new process group (so that a kill reaches what it starts).
+    /// swift-subprocess spawns with `posix_spawn`: pipes opened close-on-exec, every other descriptor closed in the
+    /// child (`closefrom(3)`), its signal mask emptied and every disposition reset to the default (`SIGPIPE` too,
+    /// which we ignore).
+    static func configuration(
+        executable: URL, arguments: [String], environment: [String: String]?
+    ) -> Subprocess.Configuration {
+        var options = PlatformOptions()
+        options.processGroupID = 0
+        let childEnvironment: Subprocess.Environment =
+            environment.map { environment in
+                .custom(
+                    Dictionary(
+                        environment.compactMap { name, value in
+                            Subprocess.Environment.Key(rawValue: name).map { ($0, value) }
+                        },
+                        uniquingKeysWith: { _, last in last }))
+            } ?? .inherit
+        return Subprocess.Configuration(
+            executable: .path(.init(executable.path)), arguments: Arguments(arguments), environment: childEnvironment,
+            platformOptions: options)
+    }
+
+    /// As Foundation's `terminationStatus` gives it: the exit code, or the number of the signal that ended it.
+    static func exitStatus(_ status: TerminationStatus) -> Int32 {
+        switch status {
+        case .exited(let code): code
+        case .signaled(let signal): signal
+        }
+    }
+
+    /// Everything read from `stream` until EOF (or until the child has exited and the pipe is empty).
+    static func readToEnd(_ stream: SubprocessOutputSequence) async -> Data {
+        var data = Data()
+        await forEachChunk(of: stream) { data.append($0) }
+        return data
+    }
+
+    /// Calls `body` with each chunk read from `stream` as it arrives; a read error ends the stream like EOF.
+    static func forEachChunk(of stream: SubprocessOutputSequence, _ body: (Data) -> Void) async {
+        do {
+            for try await buffer in stream {
+                body(buffer.withUnsafeBytes { Data($0) })
+            }
+        } catch {}
     }
 }

@@ -1,6 +1,6 @@
 import CProcessLimits
-import Dispatch
 import Foundation
+import Subprocess
 import Synchronization
 
 #if canImport(Glibc)
@@ -9,31 +9,27 @@ import Synchronization
 
 /// A running function process, as the runner sees it: its stdout (complete at EOF, which may come well before the
 /// process ends), its exit, its stderr line by line, and a way to kill it. No shell is involved.
+///
+/// Supervised by swift-subprocess: the pipes are read through the package's one epoll thread and the exit is seen on
+/// a pidfd, so a process costs no thread of its own however long it lives (a warm worker holds its stdout and stderr
+/// for its whole life; with Foundation's `Process` each pipe needed a blocked thread).
 public final class FunctionProcess: Sendable {
-    /// Holds the `Process` until it has exited. `@unchecked Sendable`: after `run()` the object is only read for
-    /// its termination status inside its own termination handler, which Foundation calls once.
-    private final class ProcessBox: @unchecked Sendable {
-        let process: Process
-        init(_ process: Process) { self.process = process }
-    }
-
     private struct State {
         var standardOutput: Data?
         var exitStatus: Int32?
         var outputWaiters: [CheckedContinuation<Data, Never>] = []
         var exitWaiters: [CheckedContinuation<Int32, Never>] = []
-        var box: ProcessBox?
     }
 
     public let pid: Int32
     private let state: Mutex<State>
 
-    private init(pid: Int32, box: ProcessBox) {
+    private init(pid: Int32) {
         self.pid = pid
-        self.state = Mutex(State(box: box))
+        self.state = Mutex(State())
     }
 
-    /// Starts `executable`.
+    /// Starts `executable`, and returns once it runs (under its memory limit).
     /// - Parameters:
     ///   - environment: its whole environment.
     ///   - input: written to stdin, which is then closed; `nil` gives it an empty stdin (a Runtime-API worker).
@@ -45,71 +41,120 @@ public final class FunctionProcess: Sendable {
     public static func launch(
         executable: URL, arguments: [String] = [], environment: [String: String], input: Data?,
         memoryLimitBytes: Int? = nil, standardErrorLine: @escaping @Sendable (String) -> Void
-    ) throws -> FunctionProcess {
+    ) async throws -> FunctionProcess {
         signal(SIGPIPE, SIG_IGN)
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        let stdinPipe = Pipe()
-        let stdoutPipe = Pipe()
-        let stderrPipe = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdinPipe
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
-        // The process may end before the handle exists: whichever comes second delivers the exit status.
-        let link = Mutex<(handle: FunctionProcess?, status: Int32?)>((nil, nil))
-        process.terminationHandler = { finished in
-            let status = finished.terminationStatus
-            let handle = link.withLock { link -> FunctionProcess? in
-                if link.handle == nil { link.status = status }
-                return link.handle
-            }
-            handle?.finish(exitStatus: status)
-        }
-        try process.run()
-        if let memoryLimitBytes, caregiver_push_limit_data(process.processIdentifier, UInt64(memoryLimitBytes)) != 0 {
-            let error = errno
-            _ = Glibc.kill(process.processIdentifier, SIGKILL)
-            throw FunctionProcessError.limitNotSet(errno: error)
-        }
-        let handle = FunctionProcess(pid: process.processIdentifier, box: ProcessBox(process))
-        let early = link.withLock { link -> Int32? in
-            link.handle = handle
-            return link.status
-        }
-        if let early { handle.finish(exitStatus: early) }
-
-        let stdoutReader = stdoutPipe.fileHandleForReading
-        blockingThread {
-            handle.finish(standardOutput: stdoutReader.readDataToEndOfFile())
-        }
-        let stderrReader = stderrPipe.fileHandleForReading
-        blockingThread {
-            var buffer = Data()
-            while true {
-                let chunk = stderrReader.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    standardErrorLine(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                    buffer.removeSubrange(buffer.startIndex...newline)
+        let configuration = ChildProcess.configuration(
+            executable: executable, arguments: arguments, environment: environment)
+        return try await withCheckedThrowingContinuation { continuation in
+            let launch = Launch(continuation)
+            // The process outlives this call: it is supervised by a task of its own until it has been reaped.
+            Task {
+                do {
+                    let status: Int32
+                    if let input {
+                        status = ChildProcess.exitStatus(
+                            try await Subprocess.run(
+                                configuration, input: .inputWriter, output: .sequence, error: .sequence
+                            ) { execution in
+                                await supervise(
+                                    execution, launch: launch, memoryLimitBytes: memoryLimitBytes,
+                                    standardErrorLine: standardErrorLine
+                                ) {
+                                    // A function that exits without reading its input makes this fail (EPIPE).
+                                    let writer = execution.standardInputWriter
+                                    _ = try? await writer.write(Array(input))
+                                    try? await writer.finish()
+                                }
+                            }.terminationStatus)
+                    } else {
+                        status = ChildProcess.exitStatus(
+                            try await Subprocess.run(
+                                configuration, input: .none, output: .sequence, error: .sequence
+                            ) { execution in
+                                await supervise(
+                                    execution, launch: launch, memoryLimitBytes: memoryLimitBytes,
+                                    standardErrorLine: standardErrorLine, writeInput: nil)
+                            }.terminationStatus)
+                    }
+                    launch.handle?.finish(exitStatus: status)
+                } catch {
+                    // Not started (the caller gets the error), or no longer watchable: waiters are not left hanging.
+                    if let handle = launch.fail(error) {
+                        handle.finish(standardOutput: Data())
+                        handle.finish(exitStatus: -1)
+                    }
                 }
             }
-            if !buffer.isEmpty { standardErrorLine(String(decoding: buffer, as: UTF8.self)) }
         }
-        if let input {
-            let writer = stdinPipe.fileHandleForWriting
-            blockingThread {
-                try? writer.write(contentsOf: input)
-                try? writer.close()
+    }
+
+    /// The body of a function's run: the memory limit, then the caller has its handle, then stdin is written while
+    /// stdout and stderr are read; it returns once all three are done (the exit is awaited by swift-subprocess).
+    private static func supervise<Input: InputProtocol>(
+        _ execution: Execution<Input, SequenceOutput, SequenceOutput>, launch: Launch, memoryLimitBytes: Int?,
+        standardErrorLine: @escaping @Sendable (String) -> Void, writeInput: (@Sendable () async -> Void)?
+    ) async {
+        let pid = execution.processIdentifier.value
+        if let memoryLimitBytes, caregiver_push_limit_data(pid, UInt64(memoryLimitBytes)) != 0 {
+            let error = errno
+            _ = Glibc.kill(pid, SIGKILL)
+            _ = launch.fail(FunctionProcessError.limitNotSet(errno: error))
+            return
+        }
+        let handle = FunctionProcess(pid: pid)
+        launch.started(handle)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                handle.finish(standardOutput: await ChildProcess.readToEnd(execution.standardOutput))
             }
+            group.addTask {
+                var buffer = Data()
+                await ChildProcess.forEachChunk(of: execution.standardError) { chunk in
+                    buffer.append(chunk)
+                    while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        standardErrorLine(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                        buffer.removeSubrange(buffer.startIndex...newline)
+                    }
+                }
+                if !buffer.isEmpty { standardErrorLine(String(decoding: buffer, as: UTF8.self)) }
+            }
+            if let writeInput { group.addTask { await writeInput() } }
         }
-        return handle
+    }
+
+    /// `launch`'s continuation, resumed once (with the handle, or with why there is none), and the handle for the
+    /// supervising task.
+    private final class Launch: Sendable {
+        private let state:
+            Mutex<(continuation: CheckedContinuation<FunctionProcess, any Error>?, handle: FunctionProcess?)>
+
+        init(_ continuation: CheckedContinuation<FunctionProcess, any Error>) { state = Mutex((continuation, nil)) }
+
+        var handle: FunctionProcess? { state.withLock { $0.handle } }
+
+        func started(_ handle: FunctionProcess) {
+            let continuation = state.withLock { state in
+                state.handle = handle
+                defer { state.continuation = nil }
+                return state.continuation
+            }
+            continuation?.resume(returning: handle)
+        }
+
+        /// Throws `error` to the caller if it is still waiting; else returns the handle it already has.
+        func fail(_ error: any Error) -> FunctionProcess? {
+            let (continuation, handle) = state.withLock { state in
+                defer { state.continuation = nil }
+                return (state.continuation, state.handle)
+            }
+            continuation?.resume(throwing: error)
+            return handle
+        }
     }
 
     private func finish(standardOutput data: Data) {
         let waiters = state.withLock { state -> [CheckedContinuation<Data, Never>] in
+            guard state.standardOutput == nil else { return [] }
             state.standardOutput = data
             defer { state.outputWaiters = [] }
             return state.outputWaiters
@@ -119,8 +164,8 @@ public final class FunctionProcess: Sendable {
 
     private func finish(exitStatus: Int32) {
         let waiters = state.withLock { state -> [CheckedContinuation<Int32, Never>] in
+            guard state.exitStatus == nil else { return [] }
             state.exitStatus = exitStatus
-            state.box = nil
             defer { state.exitWaiters = [] }
             return state.exitWaiters
         }
@@ -156,7 +201,7 @@ public final class FunctionProcess: Sendable {
 
     /// Sends `signal` (SIGKILL by default) to the process and everything it started, unless it has already ended.
     ///
-    /// Foundation starts the child as the leader of a process group of its own, so the group is signalled: a function
+    /// The child starts as the leader of a process group of its own, so the group is signalled: a function
     /// killed at its timeout must not leave a child behind that goes on working (or holding the descriptors by which
     /// its exit is noticed).
     public func kill(_ signal: Int32 = SIGKILL) {

@@ -63,7 +63,7 @@ struct ColdInvoker: Sendable {
         let forwarder = StderrForwarder(function: function.name)
         let process: FunctionProcess
         do {
-            process = try FunctionProcess.launch(
+            process = try await FunctionProcess.launch(
                 executable: binDirectory.appendingPathComponent(function.name), environment: environment.value,
                 input: Data(event), memoryLimitBytes: function.memoryMB * 1024 * 1024
             ) { line in forwarder.forward(line, requestID: requestID) }

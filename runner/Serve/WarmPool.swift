@@ -51,6 +51,8 @@ actor WarmPool {
         )] = [:]
     private var draining = false
     private let directory: WorkerDirectory
+    /// Workers whose process is starting (`spawn` awaits its launch), with the `next` calls that came meanwhile.
+    private var launching: [Int: [CheckedContinuation<Void, Never>]] = [:]
 
     init(function: FunctionTable.Function, size: Int, binDirectory: URL, directory: WorkerDirectory, logger: Logger) {
         self.function = function
@@ -61,16 +63,18 @@ actor WarmPool {
     }
 
     /// Starts the workers, once the Runtime API (`127.0.0.1:port`, the private listener) is listening.
-    func start(environment: [String: String], runtimeAPIBase: String) {
+    func start(environment: [String: String], runtimeAPIBase: String) async {
         self.environment = environment
         self.runtimeAPIBase = runtimeAPIBase
-        for _ in 0..<size { spawn() }
+        for _ in 0..<size { await spawn() }
     }
 
     /// The process ids of the workers (tests check they are reused).
     var workerPIDs: [Int32] { workers.values.map(\.process.pid).sorted() }
 
-    private func spawn() {
+    /// Starts a worker. The actor is free while the process starts: a `next` from the new worker waits for the
+    /// launch to finish, and a worker that starts after `shutDown` is stopped at once.
+    private func spawn() async {
         guard !draining else { return }
         nextWorkerID += 1
         let id = nextWorkerID
@@ -81,9 +85,11 @@ actor WarmPool {
             environment["AWS_LAMBDA_RUNTIME_API"] = "\(runtimeAPIBase)/\(secret)"
             environment["AWS_LAMBDA_FUNCTION_NAME"] = function.name
             environment["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = String(function.memoryMB)
+            launching[id] = []
+            defer { for waiter in launching.removeValue(forKey: id) ?? [] { waiter.resume() } }
             let process: FunctionProcess
             do {
-                process = try FunctionProcess.launch(
+                process = try await FunctionProcess.launch(
                     executable: binDirectory.appendingPathComponent(function.name), environment: environment,
                     input: nil,
                     memoryLimitBytes: function.memoryMB * 1024 * 1024
@@ -93,6 +99,7 @@ actor WarmPool {
                 throw error
             }
             workers[id] = Worker(process: process, secret: secret)
+            if draining { process.kill(SIGTERM) }
             Task { [weak self] in
                 let status = await process.exitStatus()
                 await self?.workerExited(id, status: status)
@@ -119,6 +126,11 @@ actor WarmPool {
     /// `GET …/invocation/next` from worker `id`: finishes its previous invocation, then waits for an event.
     /// Returns `nil` when the pool is shutting down.
     func next(worker id: Int) async -> Event? {
+        if launching[id] != nil {
+            await withCheckedContinuation { waiter in
+                if launching[id] == nil { waiter.resume() } else { launching[id]?.append(waiter) }
+            }
+        }
         guard workers[id] != nil else { return nil }
         if let previous = workers[id]?.current {
             workers[id]?.current = nil
@@ -216,7 +228,7 @@ actor WarmPool {
             logger.warning(
                 "warm worker replaced",
                 metadata: ["function": .string(function.name), "exit": .stringConvertible(status)])
-            spawn()
+            await spawn()
             dispatch()
         }
     }
