@@ -17,7 +17,8 @@
 /* Loads libcurl and resolves every function below (the first call; later calls return the first result).
    0 when loaded, -1 when not: ccurl_load_error() then says why. */
 int ccurl_load(void);
-/* The loader's sentence for the failure (names the library or the missing symbol), or NULL when loaded. */
+/* The loader's sentence for the failure (names the library, or the dependency or symbol it lacks), or NULL when
+   loaded. Like every ccurl_ function, it tries the load first if nothing has yet. */
 const char *ccurl_load_error(void);
 
 CURLcode ccurl_global_init(long flags);
