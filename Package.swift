@@ -51,8 +51,8 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CLibpq", path: "Shared/C/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        .systemLibrary(
-            name: "CCurl", path: "Shared/C/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's headers only: Shared/C/CCurl/ccurl.c loads libcurl.so.4 with dlopen on the first HTTP request.
+        .target(name: "CCurl", path: "Shared/C/CCurl"),
         .systemLibrary(
             name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // prlimit(2) for the host's per-function memory limit (Swift's Glibc module does not expose it).

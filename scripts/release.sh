@@ -3,8 +3,10 @@
 # self-contained AWS Lambda zip per function in dist/lambda/ for `provided.al2023`, needing no layer:
 #
 #   bootstrap          the function's binary, run path (DT_RUNPATH) `$ORIGIN/lib`
-#   lib/*.so.*         every shared library it loads beyond glibc (libpq, libcurl, OpenSSL, their dependencies),
-#                      each with run path `$ORIGIN`, so that their own dependencies also resolve from lib/
+#   lib/*.so.*         every shared library it loads beyond glibc (libpq, OpenSSL, their dependencies; and libcurl
+#                      with its own, which ldd of the binary does not show: the first HTTP request dlopens it, and
+#                      the loader searches the binary's run path for it), each with run path `$ORIGIN`, so that
+#                      their own dependencies also resolve from lib/
 #   migrations/        db-migrate only: infra/migrations, which it applies (docs/deploy.md, "Migrations")
 #
 # What stays the host's: glibc (Amazon Linux 2023 has 2.34) and libgcc_s (GCC's unwinder, on every Lambda image).
@@ -16,6 +18,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 functions=(push-register push-unregister dose-record slot-bulk-record prn-record push-sweep db-migrate)
+# Loaded with dlopen on first use (Shared/C/CCurl), so not among the binary's DT_NEEDED: bundled by name, with the
+# closure of their own dependencies, from where this machine's loader finds them.
+dlopened=(libcurl.so.4)
+dlopened_paths=()
+for soname in "${dlopened[@]}"; do
+    path=$(PATH="$PATH:/sbin:/usr/sbin" ldconfig -p \
+        | awk -v soname="$soname" '$1 == soname && /x86-64/ {print $NF; exit}')
+    [ -n "$path" ] || { echo "release: $soname not found (apt-get install libcurl4-openssl-dev)" >&2; exit 1; }
+    dlopened_paths+=("$path")
+done
 # The host's libraries (glibc's own, and libgcc_s): its copies must be used, never bundled ones.
 host_libraries='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil|libanl|libnss_[a-z]+|libBrokenLocale|libmvec|libgcc_s)\.so'
 
@@ -43,8 +55,15 @@ for function in "${functions[@]}"; do
     stage=dist/lambda/$function
     mkdir -p "$stage/lib"
     cp "$bin/$function" "$stage/bootstrap"
-    # ldd lists the whole closure (the libraries' own dependencies too), each by the name the loader looks for.
-    ldd "$bin/$function" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r soname path; do
+    # ldd lists the whole closure (the libraries' own dependencies too), each by the name the loader looks for; of
+    # the binary, and of each dlopen'ed library (which ldd does not list itself).
+    {
+        ldd "$bin/$function"
+        for index in "${!dlopened[@]}"; do
+            echo "${dlopened[$index]} => ${dlopened_paths[$index]} (dlopen)"
+            ldd "${dlopened_paths[$index]}"
+        done
+    } | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r soname path; do
         if [[ "$soname" =~ $host_libraries ]]; then
             continue
         fi

@@ -6,6 +6,10 @@ file must be either the host's (glibc's own, libgcc_s) or a file in the zip's li
 (AL2023's is GCC 11's, older than the build machine's: it is linked statically) and libgcc_s no more than GCC_7.0.0. Prints one line per zip with
 its size and the highest glibc version anything in it needs, then `N passed, N failed`.
 
+The libraries `bootstrap` loads with dlopen on first use (libcurl.so.4: Shared/C/CCurl) are not among its DT_NEEDED,
+so they are checked by name: each must be in lib/, its whole dependency closure must resolve to the host's or lib/,
+and `bootstrap` must not need it (it would be mapped at exec again).
+
     python3 scripts/zip-check.py dist/lambda/*.zip
 """
 import os
@@ -16,6 +20,8 @@ import tempfile
 import zipfile
 
 GLIBC_LIMIT = (2, 34)  # Amazon Linux 2023
+# Loaded by bootstrap with dlopen (found through its run path $ORIGIN/lib), not linked.
+DLOPENED = ["libcurl.so.4"]
 # libgcc_s of AL2023's GCC 11 defines versions up to GCC_7.0.0 (GCC 12 added GCC_12.0.0).
 GCC_LIMIT = (7, 0, 0)
 # What the host provides: glibc's own libraries, and libgcc_s.
@@ -53,6 +59,22 @@ def dynamic(path, tag):
     return re.findall(r"\(" + tag + r"\)\s+[^\[]*\[([^\]]*)\]", readelf("-d", path))
 
 
+def unresolved_closure(directory, bundled, soname):
+    """The names in the dependency closure of lib/SONAME that are neither the host's nor in lib/, as `a -> b`."""
+    missing, seen, queue = [], {soname}, [soname]
+    while queue:
+        library = queue.pop()
+        for needed in dynamic(os.path.join(directory, "lib", library), "NEEDED"):
+            if HOST_LIBRARIES.match(needed) or needed in seen:
+                continue
+            if needed not in bundled:
+                missing.append(f"{library} -> {needed}")
+                continue
+            seen.add(needed)
+            queue.append(needed)
+    return missing
+
+
 def check(zip_path):
     problems, highest = [], (0, 0)
     with tempfile.TemporaryDirectory() as directory:
@@ -80,11 +102,21 @@ def check(zip_path):
             for needed in dynamic(path, "NEEDED"):
                 if not HOST_LIBRARIES.match(needed) and needed not in bundled:
                     problems.append(f"{name} needs {needed}, which is neither the host's (glibc, libgcc_s) nor in lib/")
+            if name == "bootstrap":
+                for library in DLOPENED:
+                    if library in dynamic(path, "NEEDED"):
+                        problems.append(f"bootstrap needs {library} at exec; it should dlopen it on first use")
             runpath = dynamic(path, "RUNPATH") + dynamic(path, "RPATH")
             expected = ["$ORIGIN/lib"] if name == "bootstrap" else ["$ORIGIN"]
             if name == "bootstrap" or name.startswith("lib/"):
                 if runpath != expected:
                     problems.append(f"{name} has run path {runpath}, not {expected}")
+        for library in DLOPENED:
+            if library not in bundled:
+                problems.append(f"lib/{library} is missing (bootstrap loads it with dlopen on its first HTTP request)")
+                continue
+            for link in unresolved_closure(directory, bundled, library):
+                problems.append(f"lib/{library}'s dependency closure does not resolve inside the zip: {link}")
     return problems, highest
 
 

@@ -2,7 +2,7 @@ import CCurl
 import FoundationEssentials
 
 /// One HTTP request as libcurl performs it: owns the `CURL` easy handle, its header list and the buffer the
-/// response is written into. Part of the thin libcurl binding; nothing outside `Shared/HTTP` sees a pointer.
+/// response is written into. Part of the thin libcurl binding; nothing outside `Shared/Curl` sees a pointer.
 final class CurlTransfer {
     /// Collects what libcurl hands the write and header callbacks. Reached from C through an unretained pointer,
     /// so the transfer keeps it alive for as long as the easy handle exists.
@@ -21,11 +21,11 @@ final class CurlTransfer {
     /// `CURLOPT_ERRORBUFFER`: libcurl's sentence for a failure, read for TLS failures only.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
-    /// Prepares (but does not start) a transfer.
-    /// - Throws: ``HTTPClientError`` when libcurl refuses the handle or an option.
+    /// Prepares (but does not start) a transfer, loading libcurl if nothing has yet.
+    /// - Throws: ``HTTPClientError`` when libcurl cannot be loaded or refuses the handle or an option.
     init(request: HTTPRequest, tag: Int, timeoutMilliseconds: Int) throws(HTTPClientError) {
-        CurlGlobal.ensureInitialised()
-        guard let handle = curl_easy_init() else { throw HTTPClientError(.setupFailed) }
+        try CurlLibrary.load()
+        guard let handle = ccurl_easy_init() else { throw HTTPClientError(.setupFailed) }
         self.handle = handle
         self.tag = tag
         self.sink = Sink(bodyLimit: request.responseBodyLimit)
@@ -33,16 +33,16 @@ final class CurlTransfer {
         do {
             try configure(request, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
-            curl_slist_free_all(headerList)
-            curl_easy_cleanup(handle)
+            ccurl_slist_free_all(headerList)
+            ccurl_easy_cleanup(handle)
             errorBuffer.deallocate()
             throw error
         }
     }
 
     deinit {
-        curl_easy_cleanup(handle)
-        curl_slist_free_all(headerList)
+        ccurl_easy_cleanup(handle)
+        ccurl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }
 
@@ -84,7 +84,7 @@ final class CurlTransfer {
         // URL expects `Content-Type:` empty, which stops libcurl's form-encoded default for a body.
         let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
         for line in lines + ["Expect:"] {
-            guard let appended = curl_slist_append(headerList, line) else { throw HTTPClientError(.setupFailed) }
+            guard let appended = ccurl_slist_append(headerList, line) else { throw HTTPClientError(.setupFailed) }
             headerList = appended
         }
         try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
@@ -187,12 +187,27 @@ private let curlWriteHeader: ccurl_write_callback = { data, size, count, context
     return length
 }
 
-/// `curl_global_init` must run once before any other libcurl call.
-enum CurlGlobal {
-    private static let initialised: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+/// libcurl is not linked: the first client or transfer of the process loads it (`dlopen`, in CCurl) and runs
+/// `curl_global_init`, once. A process that makes no HTTP request never maps libcurl or its dependencies.
+enum CurlLibrary {
+    /// `nil` once libcurl is loaded and initialised; otherwise why not, for every request of the process.
+    private static let failure: HTTPClientError? = {
+        guard ccurl_load() == 0 else {
+            let reason = ccurl_load_error().map { String(cString: $0) } ?? "unknown reason"
+            return HTTPClientError(.libraryUnavailable, detail: "cannot load \(CCURL_LIBRARY): \(reason)")
+        }
+        let code = ccurl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        guard code == CURLE_OK else {
+            return HTTPClientError(
+                .libraryUnavailable, curlCode: Int(code.rawValue), detail: "\(CCURL_LIBRARY): curl_global_init failed")
+        }
+        return nil
+    }()
 
-    static func ensureInitialised() {
-        _ = initialised
+    /// Loads libcurl on the first call.
+    /// - Throws: ``HTTPClientError`` of kind `libraryUnavailable` when libcurl cannot be loaded or initialised.
+    static func load() throws(HTTPClientError) {
+        if let failure { throw failure }
     }
 }
 

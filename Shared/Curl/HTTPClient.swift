@@ -16,12 +16,14 @@ public final class HTTPClient {
     /// No transfer starts before this instant: the server asked us to slow down (``throttle(until:)``).
     public private(set) var pausedUntil: ContinuousClock.Instant?
 
+    /// The process's first client loads libcurl (nothing before it does: a process that sends nothing never maps it).
     /// - Parameter maxConnectionsPerHost: HTTP/1.1 connections per host. 100 by default, the pool Google's Admin
     ///   SDKs keep for FCM: an HTTP/1.1 endpoint (a proxy, the emulator) then gets the parallelism the SDK would use.
-    /// - Throws: ``HTTPClientError`` when libcurl cannot create a multi handle.
+    /// - Throws: ``HTTPClientError`` when libcurl cannot be loaded (`libraryUnavailable`, transient) or cannot create
+    ///   a multi handle.
     public init(maxConnectionsPerHost: Int = 100) throws(HTTPClientError) {
-        CurlGlobal.ensureInitialised()
-        guard let multi = curl_multi_init() else { throw HTTPClientError(.setupFailed) }
+        try CurlLibrary.load()
+        guard let multi = ccurl_multi_init() else { throw HTTPClientError(.setupFailed) }
         self.multi = multi
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
@@ -29,9 +31,9 @@ public final class HTTPClient {
     }
 
     deinit {
-        for (handle, _) in active { curl_multi_remove_handle(multi, handle) }
+        for (handle, _) in active { ccurl_multi_remove_handle(multi, handle) }
         active.removeAll()
-        curl_multi_cleanup(multi)
+        ccurl_multi_cleanup(multi)
     }
 
     /// Queues a request to start at `due` (now when omitted). `tag` identifies it in the completion handler.
@@ -65,13 +67,13 @@ public final class HTTPClient {
             }
             startDueTransfers(now: now, completion: completion)
             var running: Int32 = 0
-            _ = curl_multi_perform(multi, &running)
+            _ = ccurl_multi_perform(multi, &running)
             collectFinished(completion: completion)
             let wait = waitTime(now: ContinuousClock.now, deadline: deadline)
             if active.isEmpty {
                 if !pending.isEmpty { sleep(for: wait) }
             } else {
-                _ = curl_multi_poll(multi, nil, 0, Int32(wait.milliseconds), nil)
+                _ = ccurl_multi_poll(multi, nil, 0, Int32(wait.milliseconds), nil)
             }
         }
     }
@@ -87,7 +89,7 @@ public final class HTTPClient {
             }
             do {
                 let transfer = try CurlTransfer(request: item.request, tag: item.tag, timeoutMilliseconds: item.timeout)
-                guard curl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
+                guard ccurl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
                     completion(item.tag, .failure(HTTPClientError(.setupFailed)))
                     continue
                 }
@@ -101,12 +103,12 @@ public final class HTTPClient {
 
     private func collectFinished(completion: (Int, Result<HTTPResponse, HTTPClientError>) -> Void) {
         var queued: Int32 = 0
-        while let message = curl_multi_info_read(multi, &queued) {
+        while let message = ccurl_multi_info_read(multi, &queued) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                 let transfer = active.removeValue(forKey: handle)
             else { continue }
             let code = message.pointee.data.result
-            curl_multi_remove_handle(multi, handle)
+            ccurl_multi_remove_handle(multi, handle)
             connectionsOpened += transfer.connectionsOpened
             completion(transfer.tag, transfer.result(code: code))
         }
@@ -117,7 +119,7 @@ public final class HTTPClient {
     private func abandonAll(completion: (Int, Result<HTTPResponse, HTTPClientError>) -> Void) {
         let onTheWire = active.values.map(\.tag)
         let neverStarted = pending.map(\.tag)
-        for (handle, _) in active { curl_multi_remove_handle(multi, handle) }
+        for (handle, _) in active { ccurl_multi_remove_handle(multi, handle) }
         active.removeAll()
         pending.removeAll()
         for tag in onTheWire { completion(tag, .failure(HTTPClientError(.deadlineExceeded))) }
@@ -132,11 +134,13 @@ public final class HTTPClient {
     }
 
     private func sleep(for duration: Duration) {
-        _ = curl_multi_poll(multi, nil, 0, Int32(duration.milliseconds), nil)
+        _ = ccurl_multi_poll(multi, nil, 0, Int32(duration.milliseconds), nil)
     }
 
     /// Performs one request and waits for it (the OAuth exchange, the Runtime API).
-    public static func perform(_ request: HTTPRequest, timeoutMilliseconds: Int) -> Result<HTTPResponse, HTTPClientError> {
+    public static func perform(_ request: HTTPRequest, timeoutMilliseconds: Int) -> Result<
+        HTTPResponse, HTTPClientError
+    > {
         do {
             let client = try HTTPClient(maxConnectionsPerHost: 1)
             var outcome: Result<HTTPResponse, HTTPClientError> = .failure(HTTPClientError(.deadlineExceeded))

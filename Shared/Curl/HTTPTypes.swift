@@ -44,6 +44,8 @@ public struct HTTPClientError: Error, Equatable, Sendable, CustomStringConvertib
         case notStarted
         /// The peer's certificate did not chain to a trusted authority, or did not name the host.
         case tlsVerificationFailed
+        /// libcurl (loaded on the first request) could not be loaded or initialised: nothing was sent.
+        case libraryUnavailable
     }
 
     public let kind: Kind
@@ -51,7 +53,8 @@ public struct HTTPClientError: Error, Equatable, Sendable, CustomStringConvertib
     public let curlCode: Int?
     /// libcurl's own sentence for a TLS failure ("SSL certificate problem: unable to get local issuer certificate",
     /// "no alternative certificate subject name matches target host name '…'"): names a host at most, never a
-    /// header, body or credential.
+    /// header, body or credential. For `libraryUnavailable`, the loader's: it names the library, or the dependency
+    /// or symbol it lacks.
     public let detail: String?
 
     public init(_ kind: Kind, curlCode: Int? = nil, detail: String? = nil) {
@@ -60,10 +63,12 @@ public struct HTTPClientError: Error, Equatable, Sendable, CustomStringConvertib
         self.detail = detail
     }
 
-    /// Timeouts and broken connections may succeed when tried again, and so may a certificate that does not verify:
-    /// the fix (a trust bundle, a renewed certificate) arrives without the message changing.
+    /// Timeouts and broken connections may succeed when tried again, and so may a certificate that does not verify
+    /// or a library that does not load: the fix (a trust bundle, a renewed certificate, a fixed deployment) arrives
+    /// without the message changing.
     public var isTransient: Bool {
         kind == .connectionFailed || kind == .timedOut || kind == .transferFailed || kind == .tlsVerificationFailed
+            || kind == .libraryUnavailable
     }
 
     public var description: String {
