@@ -25,9 +25,15 @@ public struct TransactionSettings: Sendable, Equatable {
     ///
     /// `idle_in_transaction_session_timeout` ends a transaction whose client went quiet (a frozen or stopped
     /// process) so that its locks cannot outlive it for longer than one statement's bound.
-    var statements: String {
-        "SET LOCAL lock_timeout = \(lockTimeoutMilliseconds); SET LOCAL statement_timeout = \(statementTimeoutMilliseconds); "
-            + "SET LOCAL idle_in_transaction_session_timeout = \(statementTimeoutMilliseconds + lockTimeoutMilliseconds)"
+    var statements: String { statementList.joined(separator: "; ") }
+
+    /// The same statements one by one, for a pipeline (whose statements are sent one at a time).
+    var statementList: [String] {
+        [
+            "SET LOCAL lock_timeout = \(lockTimeoutMilliseconds)",
+            "SET LOCAL statement_timeout = \(statementTimeoutMilliseconds)",
+            "SET LOCAL idle_in_transaction_session_timeout = \(statementTimeoutMilliseconds + lockTimeoutMilliseconds)",
+        ]
     }
 }
 
@@ -45,10 +51,16 @@ extension PostgresConnection {
     ///
     /// - Throws: whatever `body` throws (after the rollback), or the ``PostgresError`` of `BEGIN`/`COMMIT`.
     public func withTransaction<T>(logger: Logger? = nil, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try retryingConflicts(logger: logger) { try transactionOnce(body) }
+    }
+
+    /// Runs `transaction` (one whole attempt: begin, work, commit or roll back) again after a serialization failure
+    /// or a deadlock, as ``withTransaction(logger:_:)`` describes.
+    func retryingConflicts<T>(logger: Logger?, _ transaction: () throws -> T) throws -> T {
         var attempt = 1
         while true {
             do {
-                return try transactionOnce(body)
+                return try transaction()
             } catch let error as PostgresError where error.isRetryableConflict && attempt < Self.transactionAttempts {
                 logger?.warning(
                     "transaction conflict, retrying",

@@ -7,7 +7,11 @@ import CLibpq
 /// `Sendable`: a connection belongs to the task that opened it. Call ``close()`` when done; `deinit` closes a
 /// connection that was forgotten.
 public final class PostgresConnection {
-    private var handle: OpaquePointer?
+    /// Internal only for the other files of this layer (pipeline mode); nothing else touches it.
+    private(set) var handle: OpaquePointer?
+    /// How many times this connection has sent work and waited for the server's answer (a ``query(_:)``, an
+    /// ``executeScript(_:)`` or a ``pipeline(_:)`` each count one): for tests and measurements.
+    var roundTrips = 0
 
     /// Opens a connection.
     /// - Parameters:
@@ -98,6 +102,7 @@ public final class PostgresConnection {
         guard !query.sql.utf8.contains(0), !binds.contains(where: { $0?.utf8.contains(0) == true }) else {
             throw PostgresError(.invalidParameter, serverMessage: "a bind value holds a NUL character")
         }
+        roundTrips += 1
         let result = withOptionalCStringArray(binds) { valuePointers in
             query.sql.withCString { sql in
                 PQexecParams(handle, sql, Int32(binds.count), nil, valuePointers, nil, nil, 0)
@@ -113,12 +118,13 @@ public final class PostgresConnection {
         guard !script.sql.utf8.contains(0) else {
             throw PostgresError(.invalidParameter, serverMessage: "the script holds a NUL character")
         }
+        roundTrips += 1
         let result = script.sql.withCString { PQexec(handle, $0) }
         _ = try consume(result, connection: handle)
     }
 
     /// Copies a result into Swift values, frees it, and turns a failure into a ``PostgresError``.
-    private func consume(_ result: OpaquePointer?, connection: OpaquePointer) throws(PostgresError) -> PostgresRows {
+    func consume(_ result: OpaquePointer?, connection: OpaquePointer) throws(PostgresError) -> PostgresRows {
         guard let result else {
             throw PostgresError(.connectionLost, serverMessage: Self.errorMessage(of: connection))
         }
@@ -159,7 +165,7 @@ public final class PostgresConnection {
         Int(String(cString: PQcmdTuples(result))) ?? 0
     }
 
-    private static func errorMessage(of connection: OpaquePointer) -> String {
+    static func errorMessage(of connection: OpaquePointer) -> String {
         guard let message = PQerrorMessage(connection) else { return "unknown libpq error" }
         return String(cString: message).trimmingSuffix(while: \.isWhitespace)
     }
@@ -179,7 +185,7 @@ private func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<Uns
 }
 
 /// Calls `body` with a NULL-terminated C array of optional C strings (NULL entries are SQL NULLs).
-private func withOptionalCStringArray<R>(
+func withOptionalCStringArray<R>(
     _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R
 ) -> R {
     // Each string is copied into one buffer, then pointers into that buffer are handed to C.

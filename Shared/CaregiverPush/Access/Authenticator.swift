@@ -113,15 +113,17 @@ public final class Authenticator {
         // LOCAL` lock and statement timeouts; a statement outside one gets the server's defaults, usually none).
         // Unbounded, a lookup stuck behind a lock (a migration's ALTER TABLE) would wait as long as the host lets
         // it, and behind a transaction-pooling proxy hold one of the pool's few server connections all that time.
-        // Two more round trips (BEGIN with the settings, COMMIT) are the price; SET without LOCAL is not an option:
-        // it would stay on the pooled server session for whoever gets it next.
-        let rows = try context.database.withTransaction(logger: context.logger) { connection in
-            try connection.query(
+        // In one flight (BEGIN with the settings, the read, COMMIT), this costs no round trip more than the bare
+        // read did; SET without LOCAL is not an option: it would stay on the pooled server session for whoever gets
+        // it next.
+        let rows = try context.database.connection().readOnlyTransaction(
+            logger: context.logger,
+            [
                 """
                 SELECT id, patient_id FROM patient_sessions
                 WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(context.now)
-                """)
-        }
+                """
+            ])[0]
         guard let row = rows.single else {
             context.logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
             throw Problem.unauthorized()

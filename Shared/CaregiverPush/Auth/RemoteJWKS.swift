@@ -59,7 +59,8 @@ public final class RemoteJWKS {
             return current.keys
         }
         let connection = try database.connection()
-        var stored = try connection.withTransaction { try storedRow($0) }
+        // A transaction for the bounds its settings give the read, in one round trip.
+        var stored = try Self.storedRow(in: connection.readOnlyTransaction([storedRowQuery])[0])
         adopt(stored, logger: logger)
         if needsFetch(stored, keyID: keyID, now: now) {
             stored = try connection.withTransaction { connection in
@@ -92,12 +93,16 @@ public final class RemoteJWKS {
         var attemptedAt: Date
     }
 
+    private var storedRowQuery: PostgresQuery {
+        "SELECT document, fetched_at, attempted_at FROM jwks_cache WHERE url = \(url)"
+    }
+
     private func storedRow(_ connection: PostgresConnection) throws -> StoredRow? {
-        guard
-            let row = try connection.query(
-                "SELECT document, fetched_at, attempted_at FROM jwks_cache WHERE url = \(url)"
-            ).single
-        else { return nil }
+        try Self.storedRow(in: connection.query(storedRowQuery))
+    }
+
+    private static func storedRow(in rows: PostgresRows) throws -> StoredRow? {
+        guard let row = rows.single else { return nil }
         return StoredRow(
             document: try row.decode(String?.self, at: 0), fetchedAt: try row.decode(Date?.self, at: 1),
             attemptedAt: try row.decode(Date.self, at: 2))

@@ -62,55 +62,67 @@ public struct PushDeviceRegistry {
         self.connection = connection
     }
 
-    /// Registers (or re-registers) a caregiver's device, in one transaction.
+    /// Registers (or re-registers) a caregiver's device, in one transaction of two round trips: everything up to
+    /// `COMMIT` in one flight, then `COMMIT`.
     ///
     /// A transaction-scoped advisory lock on the token serialises registrations of the same token: without it, two
     /// caregivers registering one phone at the same moment would each miss the other's uncommitted row and both
-    /// stay enabled.
+    /// stay enabled. The statements are pipelined (`BEGIN`, the settings, lock, upsert, rotation, hand-over), but the
+    /// server still runs them one after another, each with a snapshot of its own: the upsert and both updates start
+    /// only once the lock is held, so they see a registration of the same token that committed while this one
+    /// waited. (One statement with data-modifying CTEs could not: all of its parts share the snapshot taken before
+    /// the lock was granted.) `COMMIT` waits for their results, so that a process that dies while they wait leaves
+    /// nothing behind.
     public func register(_ registration: Registration, caregiverID: UUID) throws -> RegistrationResult {
         let tokenHash = Self.tokenHash(registration.token)
-        return try connection.withTransaction { connection in
-            try connection.query(
-                "SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))")
-            let row = try connection.query(
-                """
-                INSERT INTO push_devices
-                    (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
-                     last_seen_at)
-                VALUES ('CAREGIVER', \(caregiverID), \(registration.token), \(tokenHash), \(registration.platform.rawValue),
-                        \(registration.environment.rawValue), \(registration.installationID), true, now())
-                ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET
-                    platform = EXCLUDED.platform,
-                    environment = EXCLUDED.environment,
-                    installation_id = COALESCE(EXCLUDED.installation_id, push_devices.installation_id),
-                    is_enabled = true,
-                    disabled_reason = NULL,
-                    last_seen_at = now(),
-                    updated_at = now()
-                RETURNING id
-                """
-            ).single
-            guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "upsert returned no row") }
-            let deviceID = try row.decode(UUID.self, at: 0)
-            var replaced = 0
-            if let installationID = registration.installationID {
-                replaced = try connection.query(
-                    """
-                    UPDATE push_devices
-                    SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
-                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
-                      AND installation_id = \(installationID) AND id <> \(deviceID) AND is_enabled
-                    """
-                ).affectedRows
-            }
-            let reassigned = try connection.query(
+        var statements: [PostgresQuery] = [
+            "SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))",
+            """
+            INSERT INTO push_devices
+                (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
+                 last_seen_at)
+            VALUES ('CAREGIVER', \(caregiverID), \(registration.token), \(tokenHash), \(registration.platform.rawValue),
+                    \(registration.environment.rawValue), \(registration.installationID), true, now())
+            ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET
+                platform = EXCLUDED.platform,
+                environment = EXCLUDED.environment,
+                installation_id = COALESCE(EXCLUDED.installation_id, push_devices.installation_id),
+                is_enabled = true,
+                disabled_reason = NULL,
+                last_seen_at = now(),
+                updated_at = now()
+            RETURNING id
+            """,
+        ]
+        // The updates cannot take the upserted row's id as a parameter (it is not known until the flight returns),
+        // so they name "every row but that one" by the device identity instead: among this owner's rows, only the
+        // device has this token hash (push_devices_owner_token_key); among the rows with this token, only the
+        // device has this owner.
+        if let installationID = registration.installationID {
+            statements.append(
                 """
                 UPDATE push_devices
-                SET is_enabled = false, disabled_reason = \(DisabledReason.tokenReassigned.rawValue), updated_at = now()
-                WHERE token_sha256 = \(tokenHash) AND token = \(registration.token) AND id <> \(deviceID) AND is_enabled
-                """
-            ).affectedRows
-            return RegistrationResult(deviceID: deviceID, replaced: replaced, reassigned: reassigned)
+                SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
+                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
+                  AND installation_id = \(installationID) AND token_sha256 <> \(tokenHash) AND is_enabled
+                """)
+        }
+        statements.append(
+            """
+            UPDATE push_devices
+            SET is_enabled = false, disabled_reason = \(DisabledReason.tokenReassigned.rawValue), updated_at = now()
+            WHERE token_sha256 = \(tokenHash) AND token = \(registration.token)
+              AND NOT (owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)) AND is_enabled
+            """)
+        return try connection.withPipelinedTransaction { transaction in
+            let results = try transaction.run(statements)
+            guard let row = results[1].single else {
+                throw PostgresError(.unexpectedResult, serverMessage: "upsert returned no row")
+            }
+            return RegistrationResult(
+                deviceID: try row.decode(UUID.self, at: 0),
+                replaced: registration.installationID == nil ? 0 : results[2].affectedRows,
+                reassigned: results[results.count - 1].affectedRows)
         }
     }
 

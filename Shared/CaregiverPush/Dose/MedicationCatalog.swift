@@ -19,44 +19,49 @@ struct Medication {
         !isArchived && startDate <= date && (endDate.map { date <= $0 } ?? true)
     }
 
-    /// The patient's medication `id`, or 404: another patient's medication is indistinguishable from none.
-    static func find(_ id: UUID, patientID: UUID, connection: PostgresConnection) throws -> Medication {
-        guard
-            let row = try connection.query(
-                """
-                SELECT is_prn, start_date::text, end_date::text, archived_at IS NOT NULL
-                FROM medications WHERE id = \(id) AND patient_id = \(patientID)
-                """
-            ).single
-        else { throw UnknownMedication() }
+    /// The statement that reads the patient's medication `id` for ``found(_:id:)``: no row when there is none, or
+    /// when it is another patient's.
+    static func findQuery(_ id: UUID, patientID: UUID) -> PostgresQuery {
+        """
+        SELECT is_prn, start_date::text, end_date::text, archived_at IS NOT NULL
+        FROM medications WHERE id = \(id) AND patient_id = \(patientID)
+        """
+    }
+
+    /// The medication ``findQuery(_:patientID:)`` read, or 404: another patient's medication is indistinguishable
+    /// from none.
+    static func found(_ rows: PostgresRows, id: UUID) throws -> Medication {
+        guard let row = rows.single else { throw UnknownMedication() }
         let (isPRN, start, end, archived) = try row.decode((Bool, String, String?, Bool).self)
         guard let startDate = LocalDate(start) else { throw PostgresError(.decoding) }
-        return Medication(id: id, isPRN: isPRN, startDate: startDate, endDate: end.flatMap(LocalDate.init), isArchived: archived)
+        return Medication(
+            id: id, isPRN: isPRN, startDate: startDate, endDate: end.flatMap(LocalDate.init), isArchived: archived)
     }
 
-    /// Whether `minuteOfDay` (with zero seconds) is one of this medication's schedule times.
-    func isScheduled(atMinute minuteOfDay: Int, connection: PostgresConnection) throws -> Bool {
+    /// The statement that returns a row when `minuteOfDay` (with zero seconds) is one of medication `id`'s schedule
+    /// times.
+    static func scheduleTimeQuery(_ id: UUID, minuteOfDay: Int) -> PostgresQuery {
         let time = "\(String(minuteOfDay / 60).leftPadded(to: 2)):\(String(minuteOfDay % 60).leftPadded(to: 2)):00"
-        return !(try connection.query(
-            "SELECT 1 FROM medication_schedule_times WHERE medication_id = \(id) AND time_of_day = \(time)::time"
-        ).isEmpty)
+        return "SELECT 1 FROM medication_schedule_times WHERE medication_id = \(id) AND time_of_day = \(time)::time"
     }
 
-    /// The patient's active, scheduled (non-PRN) medications on `date` with their schedule times, as minutes of the
-    /// day, ordered by medication and time so that concurrent recorders insert in the same order.
-    static func scheduledDoses(
-        patientID: UUID, on date: LocalDate, connection: PostgresConnection
-    ) throws -> [(medicationID: UUID, minuteOfDay: Int)] {
-        try connection.query(
-            """
-            SELECT m.id, (extract(hour FROM t.time_of_day) * 60 + extract(minute FROM t.time_of_day))::int
-            FROM medications m
-            JOIN medication_schedule_times t ON t.medication_id = m.id
-            WHERE m.patient_id = \(patientID) AND m.archived_at IS NULL AND NOT m.is_prn
-              AND m.start_date <= \(date.text)::date AND (m.end_date IS NULL OR m.end_date >= \(date.text)::date)
-            ORDER BY m.id, t.time_of_day
-            """
-        ).map { row in
+    /// The statement that reads the patient's active, scheduled (non-PRN) medications on `date` with their schedule
+    /// times, for ``scheduledDoses(_:)``, ordered by medication and time so that concurrent recorders insert in the
+    /// same order.
+    static func scheduledDosesQuery(patientID: UUID, on date: LocalDate) -> PostgresQuery {
+        """
+        SELECT m.id, (extract(hour FROM t.time_of_day) * 60 + extract(minute FROM t.time_of_day))::int
+        FROM medications m
+        JOIN medication_schedule_times t ON t.medication_id = m.id
+        WHERE m.patient_id = \(patientID) AND m.archived_at IS NULL AND NOT m.is_prn
+          AND m.start_date <= \(date.text)::date AND (m.end_date IS NULL OR m.end_date >= \(date.text)::date)
+        ORDER BY m.id, t.time_of_day
+        """
+    }
+
+    /// The doses ``scheduledDosesQuery(patientID:on:)`` read, with their schedule times as minutes of the day.
+    static func scheduledDoses(_ rows: PostgresRows) throws -> [(medicationID: UUID, minuteOfDay: Int)] {
+        try rows.map { row in
             let (id, minute) = try row.decode((UUID, Int).self)
             return (id, minute)
         }

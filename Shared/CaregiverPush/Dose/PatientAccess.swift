@@ -21,11 +21,10 @@ public struct PatientAccess: Sendable, Equatable {
     /// The caregiver who recorded, who is not pushed about their own action.
     public var actingCaregiverID: UUID? { role == .caregiver ? recorderID : nil }
 
-    /// Resolves access for a validated `patientId` field.
-    /// - Throws: ``Problem`` 404 (not yours / not linked), ``PostgresError``.
-    public static func resolve(
-        _ principal: Principal, requestedPatientID: UUID?, connection: PostgresConnection
-    ) throws -> PatientAccess {
+    /// The access a validated `patientId` field asks for, before a caregiver's link is known: a patient's own, or
+    /// the named patient's for a caregiver (confirmed by ``linkQuery`` and ``checkLink(_:)`` in the transaction).
+    /// - Throws: ``Problem`` 404 when a patient names another patient.
+    static func requested(_ principal: Principal, requestedPatientID: UUID?) throws(Problem) -> PatientAccess {
         switch principal {
         case .patient(let id, _):
             guard requestedPatientID == nil || requestedPatientID == id else { throw notFound }
@@ -33,14 +32,36 @@ public struct PatientAccess: Sendable, Equatable {
         case .caregiver(let caregiverID):
             // A missing patientId is rejected by validation before this point.
             guard let patientID = requestedPatientID else { throw notFound }
-            let linked = try connection.query(
-                """
-                SELECT 1 FROM caregiver_patient_links
-                WHERE caregiver_id = \(caregiverID) AND patient_id = \(patientID) AND revoked_at IS NULL
-                """)
-            guard !linked.isEmpty else { throw notFound }
             return PatientAccess(patientID: patientID, role: .caregiver, recorderID: caregiverID)
         }
+    }
+
+    /// For a caregiver, the statement that returns a row when its link to the patient is active; `nil` for a
+    /// patient, whose own access needs no check. Sent with the transaction's first reads; its rows go to
+    /// ``checkLink(_:)`` before anything else read with it is used.
+    var linkQuery: PostgresQuery? {
+        guard role == .caregiver else { return nil }
+        return """
+            SELECT 1 FROM caregiver_patient_links
+            WHERE caregiver_id = \(recorderID) AND patient_id = \(patientID) AND revoked_at IS NULL
+            """
+    }
+
+    /// A statement that takes the transaction-scoped advisory lock (`namespace`, `hashtext(key)`) only when the
+    /// access holds, and returns a row when it took it: for a caregiver the link check and the lock are one
+    /// statement, so a caregiver without an active link never holds the lock. Its rows go to ``checkLink(_:)``.
+    func lockQuery(namespace: Int, key: String) -> PostgresQuery {
+        guard role == .caregiver else { return "SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key)))" }
+        return """
+            SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key))) FROM caregiver_patient_links
+            WHERE caregiver_id = \(recorderID) AND patient_id = \(patientID) AND revoked_at IS NULL
+            """
+    }
+
+    /// Confirms a caregiver's access from what ``linkQuery`` (or ``lockQuery(namespace:key:)``) returned.
+    /// - Throws: ``Problem`` 404 (not linked), indistinguishable from a patient that does not exist.
+    func checkLink(_ rows: PostgresRows) throws(Problem) {
+        guard role == .patient || !rows.isEmpty else { throw Self.notFound }
     }
 
     static let notFound = Problem.notFound("No such patient.")

@@ -17,49 +17,63 @@ public struct DoseRecord: Endpoint {
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
 
-        // One transaction, so that every wait (a conflicting dose another request has not committed yet) is bounded
-        // by the session's lock_timeout, and a serialization failure or deadlock is retried whole.
+        let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
+        let minute = TokyoClock.minuteOfDay(scheduledAt)
+
         // One transaction: every wait (a conflicting dose another request has not committed yet) is bounded by the
         // session's lock_timeout, a serialization failure or deadlock is retried whole, and the push the dose owes
-        // (the outbox) commits with it or not at all.
-        let (record, updatedCount, owedEvent) = try context.database.withTransaction(
+        // (the outbox) commits with it or not at all. Three round trips: what the checks read, what is written,
+        // COMMIT.
+        let (record, updatedCount, owedEvent) = try context.database.connection().withPipelinedTransaction(
             logger: context.logger
-        ) { connection -> (DoseRecordBody, Int, String?) in
-            let access = try PatientAccess.resolve(
-                principal, requestedPatientID: fields.patientID, connection: connection)
-            let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
-            try Self.checkSchedule(medication, scheduledAt: scheduledAt, now: context.now, connection: connection)
-            let inserted = try connection.query(
-                """
-                INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
-                VALUES (\(access.patientID), \(medicationID), \(scheduledAt), \(takenAt), \(access.role.rawValue),
-                        \(access.recorderID))
-                ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
-                RETURNING id, taken_at, recording_group_id
-                """
-            ).single
-            let row =
-                try inserted
-                ?? connection.query(
+        ) { transaction -> (DoseRecordBody, Int, String?) in
+            let reads = try transaction.run(
+                [
+                    access.linkQuery, Medication.findQuery(medicationID, patientID: access.patientID),
+                    Medication.scheduleTimeQuery(medicationID, minuteOfDay: minute),
+                ].compactMap { $0 })
+            if access.linkQuery != nil { try access.checkLink(reads[0]) }
+            let medication = try Medication.found(reads[reads.count - 2], id: medicationID)
+            try Self.checkSchedule(
+                medication, scheduledAt: scheduledAt, now: context.now, isScheduleTime: !reads[reads.count - 1].isEmpty)
+
+            // The insert, the record as stored (this one, or the one recorded before), and the push it owes only
+            // if the insert recorded it: the record's id is made here, so that the outbox statement can tell.
+            let recordID = UUID()
+            let storedTakenAt = try Date(postgresText: takenAt.postgresText)
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: TokyoClock.dateString(of: scheduledAt),
+                slot: Slot(instant: scheduledAt), recordingGroupID: nil, takenAt: storedTakenAt,
+                withinTime: DoseRules.isWithinTime(scheduledAt: scheduledAt, takenAt: storedTakenAt),
+                actingCaregiverID: access.actingCaregiverID)
+            let outbox = PushOutbox.enqueueQuery(
+                event, source: .doseRecord, configuration: context.configuration, ifRecorded: .dose(recordID))
+            let written = try transaction.run(
+                [
+                    """
+                    INSERT INTO dose_records
+                        (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
+                    VALUES (\(recordID), \(access.patientID), \(medicationID), \(scheduledAt), \(takenAt),
+                            \(access.role.rawValue), \(access.recorderID))
+                    ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
+                    RETURNING id
+                    """,
                     """
                     SELECT id, taken_at, recording_group_id FROM dose_records
                     WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
                       AND scheduled_at = \(scheduledAt)
-                    """
-                ).single
-            guard let row else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
-            let (recordID, recordedTakenAt, groupID) = try row.decode((UUID, Date, UUID?).self)
+                    """,
+                ] + [outbox].compactMap { $0 })
+            guard let row = written[1].single else {
+                throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished")
+            }
+            let (storedID, recordedTakenAt, groupID) = try row.decode((UUID, Date, UUID?).self)
             // A repeat returns the stored record as it is, with the slot group it was recorded in.
             let record = DoseRecordBody(
-                id: recordID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
+                id: storedID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
                 takenAt: recordedTakenAt, recordingGroupID: groupID)
-            guard inserted != nil else { return (record, 0, nil) }
-            let event = DoseTakenEvent(
-                patientID: access.patientID, date: record.date, slot: record.slot, recordingGroupID: nil,
-                takenAt: recordedTakenAt, withinTime: record.withinTime, actingCaregiverID: access.actingCaregiverID)
-            let owesPush = try PushOutbox.enqueue(
-                event, source: .doseRecord, configuration: context.configuration, connection: connection)
-            return (record, 1, owesPush ? event.eventKey : nil)
+            guard !written[0].isEmpty else { return (record, 0, nil) }
+            return (record, 1, outbox == nil ? nil : event.eventKey)
         }
         context.logger.info(
             "dose recorded",
@@ -94,9 +108,9 @@ public struct DoseRecord: Endpoint {
     }
 
     /// Not PRN, active on the dose's Tokyo date, `scheduledAt` one of its schedule times, the date not after today.
-    static func checkSchedule(
-        _ medication: Medication, scheduledAt: Date, now: Date, connection: PostgresConnection
-    ) throws {
+    /// - Parameter isScheduleTime: whether the Tokyo minute of `scheduledAt` is one of the medication's schedule
+    ///   times (``Medication/scheduleTimeQuery(_:minuteOfDay:)`` found it).
+    static func checkSchedule(_ medication: Medication, scheduledAt: Date, now: Date, isScheduleTime: Bool) throws {
         guard !medication.isPRN else {
             throw Problem.validation([
                 .init(field: "medicationId", message: "medicationId must be a scheduled (not as-needed) medication")
@@ -114,9 +128,7 @@ public struct DoseRecord: Endpoint {
             ])
         }
         let minute = TokyoClock.minuteOfDay(scheduledAt)
-        guard scheduledAt == DoseRules.scheduledInstant(date: date, minuteOfDay: minute),
-            try medication.isScheduled(atMinute: minute, connection: connection)
-        else {
+        guard scheduledAt == DoseRules.scheduledInstant(date: date, minuteOfDay: minute), isScheduleTime else {
             throw Problem.validation([
                 .init(field: "scheduledAt", message: "scheduledAt is not a scheduled time of this medication")
             ])

@@ -29,17 +29,23 @@ public struct PrnRecord: Endpoint {
                 + "|takenAt=\(takenAt.text ?? "-")",
             length: 64)
 
+        let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
+
         // One transaction: waits are bounded by the session's lock_timeout, a conflict is retried whole, and the push
-        // the dose owes (the outbox) commits with it; it is sent after the response.
-        return try context.database.withTransaction(logger: context.logger) { connection -> EndpointResponse in
-            let access = try PatientAccess.resolve(
-                principal, requestedPatientID: fields.patientID, connection: connection)
-            if let idempotencyKey,
-                let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
-            {
+        // the dose owes (the outbox) commits with it; it is sent after the response. Three round trips: what the
+        // checks read, what is written, COMMIT (a repeat of a key: two).
+        return try context.database.connection().withPipelinedTransaction(
+            logger: context.logger
+        ) { transaction -> EndpointResponse in
+            let earlierQuery = idempotencyKey.map { Self.recordedQuery(key: $0, patientID: access.patientID) }
+            let reads = try transaction.run(
+                [access.linkQuery, earlierQuery, Medication.findQuery(medicationID, patientID: access.patientID)]
+                    .compactMap { $0 })
+            if access.linkQuery != nil { try access.checkLink(reads[0]) }
+            if earlierQuery != nil, let earlier = reads[reads.count - 2].single {
                 return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
             }
-            let medication = try Medication.find(medicationID, patientID: access.patientID, connection: connection)
+            let medication = try Medication.found(reads[reads.count - 1], id: medicationID)
             guard medication.isPRN else {
                 throw Problem.validation([
                     .init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")
@@ -50,36 +56,44 @@ public struct PrnRecord: Endpoint {
                     .init(field: "takenAt", message: "the medication is not active on the date of takenAt")
                 ])
             }
-            let inserted = try connection.query(
-                """
-                INSERT INTO prn_dose_records
-                    (patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint, recorded_by_role,
-                     recorded_by_id)
-                VALUES (\(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value), \(idempotencyKey),
-                        \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue), \(access.recorderID))
-                ON CONFLICT (patient_id, idempotency_key) DO NOTHING
-                RETURNING id, medication_id, taken_at, quantity, request_fingerprint
-                """
-            ).single
-            guard let inserted else {
+
+            // The insert, the earlier record should another request with this key have committed since the look-up,
+            // and the push the dose owes only if the insert recorded it: the record's id is made here, so that the
+            // outbox statement can tell.
+            let recordID = UUID()
+            let storedTakenAt = try Date(postgresText: takenAt.date.postgresText)
+            let event = DoseTakenEvent(
+                patientID: access.patientID, date: TokyoClock.dateString(of: storedTakenAt),
+                slot: Slot(instant: storedTakenAt), recordingGroupID: nil, takenAt: takenAt.date, withinTime: false,
+                actingCaregiverID: access.actingCaregiverID)
+            let outbox = PushOutbox.enqueueQuery(
+                event, source: .prnRecord, configuration: context.configuration, ifRecorded: .prnDose(recordID))
+            let written = try transaction.run(
+                [
+                    """
+                    INSERT INTO prn_dose_records
+                        (id, patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint,
+                         recorded_by_role, recorded_by_id)
+                    VALUES (\(recordID), \(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value),
+                            \(idempotencyKey), \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue),
+                            \(access.recorderID))
+                    ON CONFLICT (patient_id, idempotency_key) DO NOTHING
+                    RETURNING id, medication_id, taken_at, quantity, request_fingerprint
+                    """,
+                    earlierQuery, outbox,
+                ].compactMap { $0 })
+            guard let inserted = written[0].single else {
                 // Another request with this key committed between our look-up and our insert.
-                guard let idempotencyKey,
-                    let earlier = try Self.recorded(key: idempotencyKey, access: access, connection: connection)
-                else { throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row") }
+                guard earlierQuery != nil, let earlier = written[1].single else {
+                    throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row")
+                }
                 return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
             }
             let record = try Self.body(inserted, patientID: access.patientID)
             context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
-            let event = DoseTakenEvent(
-                patientID: access.patientID, date: record.record.date, slot: record.record.slot, recordingGroupID: nil,
-                takenAt: takenAt.date, withinTime: false, actingCaregiverID: access.actingCaregiverID)
-            // The push the dose owes commits with it (the outbox), and is sent after the response.
-            let owesPush = try PushOutbox.enqueue(
-                event, source: .prnRecord, configuration: context.configuration, connection: connection)
             return EndpointResponse(
                 body: RecordResponse(record: record.record, updatedCount: 1),
-                afterResponse: owesPush ? PushDispatcher.afterResponse(eventKey: event.eventKey) : nil)
-
+                afterResponse: outbox == nil ? nil : PushDispatcher.afterResponse(eventKey: event.eventKey))
         }
     }
 
@@ -117,16 +131,12 @@ public struct PrnRecord: Endpoint {
             idempotencyKey: idempotencyKey)
     }
 
-    /// The record an earlier request with this key created, with its fingerprint.
-    private static func recorded(
-        key: UUID, access: PatientAccess, connection: PostgresConnection
-    ) throws -> PostgresRow? {
-        try connection.query(
-            """
-            SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM prn_dose_records
-            WHERE patient_id = \(access.patientID) AND idempotency_key = \(key)
-            """
-        ).single
+    /// The statement that reads the record an earlier request with this key created, with its fingerprint.
+    private static func recordedQuery(key: UUID, patientID: UUID) -> PostgresQuery {
+        """
+        SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM prn_dose_records
+        WHERE patient_id = \(patientID) AND idempotency_key = \(key)
+        """
     }
 
     /// A repeat: the first record and no push, or 422 when the key came with a different request.

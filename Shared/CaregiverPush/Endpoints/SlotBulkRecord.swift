@@ -19,36 +19,48 @@ public struct SlotBulkRecord: Endpoint {
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
 
+        let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
+
         let groupID = UUID()
-        let (records, owedEvent) = try context.database.withTransaction(
+        // Round trips: the lock and the slot's doses; the inserts; the push the group owes (known only once the
+        // inserts have said which doses were not recorded before); COMMIT.
+        let (records, owedEvent) = try context.database.connection().withPipelinedTransaction(
             logger: context.logger
-        ) { connection -> ([DoseRecordBody], String?) in
-            let access = try PatientAccess.resolve(
-                principal, requestedPatientID: fields.patientID, connection: connection)
-            // Identical concurrent requests queue here, so the group is recorded by one of them, whole.
-            try connection.query(
-                "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\("\(access.patientID):\(date.text):\(slot.rawValue)")))"
-            )
-            var records: [DoseRecordBody] = []
-            for dose in try Medication.scheduledDoses(patientID: access.patientID, on: date, connection: connection)
-            where Slot(minuteOfDay: dose.minuteOfDay) == slot {
-                let scheduledAt = DoseRules.scheduledInstant(date: date, minuteOfDay: dose.minuteOfDay)
-                let row = try connection.query(
+        ) { transaction -> ([DoseRecordBody], String?) in
+            // Identical concurrent requests queue at the lock, so the group is recorded by one of them, whole. It is
+            // taken in one statement with the caregiver's link check (no lock without a link), and the doses are
+            // read after it.
+            let reads = try transaction.run([
+                access.lockQuery(
+                    namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)"),
+                Medication.scheduledDosesQuery(patientID: access.patientID, on: date),
+            ])
+            try access.checkLink(reads[0])
+            let doses = try Medication.scheduledDoses(reads[1]).compactMap {
+                dose -> (medicationID: UUID, scheduledAt: Date)? in
+                guard Slot(minuteOfDay: dose.minuteOfDay) == slot else { return nil }
+                return (dose.medicationID, DoseRules.scheduledInstant(date: date, minuteOfDay: dose.minuteOfDay))
+            }
+            guard !doses.isEmpty else { return ([], nil) }
+            let inserted = try transaction.run(
+                doses.map { dose in
                     """
                     INSERT INTO dose_records
                         (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
                          recording_group_id)
-                    VALUES (\(access.patientID), \(dose.medicationID), \(scheduledAt), \(takenAt),
+                    VALUES (\(access.patientID), \(dose.medicationID), \(dose.scheduledAt), \(takenAt),
                             \(access.role.rawValue), \(access.recorderID), \(groupID))
                     ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
                     RETURNING id
                     """
-                ).single
-                if let row {
+                })
+            var records: [DoseRecordBody] = []
+            for (dose, rows) in zip(doses, inserted) {
+                if let row = rows.single {
                     records.append(
                         DoseRecordBody(
                             id: try row.decode(UUID.self, at: 0), patientID: access.patientID,
-                            medicationID: dose.medicationID, scheduledAt: scheduledAt, takenAt: takenAt,
+                            medicationID: dose.medicationID, scheduledAt: dose.scheduledAt, takenAt: takenAt,
                             recordingGroupID: groupID))
                 }
             }
@@ -57,9 +69,10 @@ public struct SlotBulkRecord: Endpoint {
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
                 withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
-            let owesPush = try PushOutbox.enqueue(
-                event, source: .slotBulkRecord, configuration: context.configuration, connection: connection)
-            return (records, owesPush ? event.eventKey : nil)
+            let outbox = PushOutbox.enqueueQuery(
+                event, source: .slotBulkRecord, configuration: context.configuration, ifRecorded: nil)
+            try transaction.run([outbox].compactMap { $0 })
+            return (records, outbox == nil ? nil : event.eventKey)
         }
         context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
         let response = SlotRecordResponse(

@@ -15,6 +15,14 @@ public enum PushOutbox {
         case prnRecord = "prn-record"
     }
 
+    /// A row a recording transaction tried to insert with an id of its own making, in the same flight as the
+    /// outbox statement: the event is owed only if that row exists when the statement runs, that is, only if the
+    /// insert did not find the dose already recorded.
+    enum RecordedRow {
+        case dose(UUID)
+        case prnDose(UUID)
+    }
+
     /// Writes `event` and its deliveries when pushes are on (`PUSH_ENVIRONMENT` names the devices' environment);
     /// does nothing when it is not set.
     /// - Returns: whether an event was owed, for the post-response send.
@@ -24,6 +32,17 @@ public enum PushOutbox {
         guard let environment = configuration.pushEnvironment else { return false }
         try enqueue(event, source: source, environment: environment, connection: connection)
         return true
+    }
+
+    /// The statement of ``enqueue(_:source:environment:connection:)`` when pushes are on, `nil` when
+    /// `PUSH_ENVIRONMENT` is not set: for a recording transaction that sends it in one flight with its insert.
+    /// - Parameter recorded: the row whose existence decides whether the event is owed (`nil`: it is).
+    static func enqueueQuery(
+        _ event: DoseTakenEvent, source: Source, configuration: Configuration, ifRecorded recorded: RecordedRow?
+    ) -> PostgresQuery? {
+        configuration.pushEnvironment.map {
+            enqueueQuery(event, source: source, environment: $0, ifRecorded: recorded)
+        }
     }
 
     /// Writes `event` and its deliveries on `connection`, which must be inside the recording transaction.
@@ -37,25 +56,43 @@ public enum PushOutbox {
         _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment,
         connection: PostgresConnection
     ) throws -> Int {
-        try connection.query(
-            """
-            WITH event AS (
+        try connection.query(enqueueQuery(event, source: source, environment: environment, ifRecorded: nil))
+            .affectedRows
+    }
+
+    /// The statement that writes `event` and its deliveries, when `recorded` (if any) exists.
+    static func enqueueQuery(
+        _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment,
+        ifRecorded recorded: RecordedRow?
+    ) -> PostgresQuery {
+        var (doseID, prnDoseID): (UUID?, UUID?) = (nil, nil)
+        switch recorded {
+        case .dose(let id): doseID = id
+        case .prnDose(let id): prnDoseID = id
+        case nil: break
+        }
+        return """
+            WITH owed AS (
+                SELECT (\(doseID)::uuid IS NULL AND \(prnDoseID)::uuid IS NULL)
+                    OR EXISTS (SELECT 1 FROM dose_records WHERE id = \(doseID)::uuid)
+                    OR EXISTS (SELECT 1 FROM prn_dose_records WHERE id = \(prnDoseID)::uuid) AS owed
+            ), event AS (
                 INSERT INTO push_events
                     (event_key, kind, source, patient_id, local_date, slot, recording_group_id, within_time, taken_at)
-                VALUES (\(event.eventKey), 'DOSE_TAKEN', \(source.rawValue), \(event.patientID), \(event.date)::date,
-                        \(event.slot.rawValue), \(event.recordingGroupID)::uuid, \(event.withinTime), \(event.takenAt))
+                SELECT \(event.eventKey), 'DOSE_TAKEN', \(source.rawValue), \(event.patientID), \(event.date)::date,
+                       \(event.slot.rawValue), \(event.recordingGroupID)::uuid, \(event.withinTime), \(event.takenAt)
+                FROM owed WHERE owed.owed
                 ON CONFLICT (event_key) DO NOTHING
             )
             INSERT INTO push_deliveries (event_key, push_device_id, status, next_attempt_at)
             SELECT \(event.eventKey), d.id, 'PENDING', now()
-            FROM caregiver_patient_links l
+            FROM owed, caregiver_patient_links l
             JOIN push_devices d
               ON d.owner_type = 'CAREGIVER' AND d.owner_id = l.caregiver_id
              AND d.environment = \(environment.rawValue) AND d.is_enabled
-            WHERE l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
+            WHERE owed.owed AND l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
               AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
             ON CONFLICT (event_key, push_device_id) DO NOTHING
             """
-        ).affectedRows
     }
 }

@@ -1,0 +1,160 @@
+import CLibpq
+import Logging
+
+extension PostgresConnection {
+    /// Runs `queries` in order in one round trip: libpq's pipeline mode sends every one of them (each the unnamed
+    /// statement, as ``query(_:)`` does), then one Sync, and only then reads the results.
+    ///
+    /// The server runs them one after another exactly as if each had been sent alone, each with its own snapshot
+    /// under READ COMMITTED and its own `statement_timeout`; a statement's parameters therefore cannot depend on an
+    /// earlier one's result, but its SQL sees what the earlier ones wrote. The first failure skips the rest. Outside
+    /// a transaction block the statements up to the Sync form one implicit transaction; inside one, a failure leaves
+    /// the block aborted until `ROLLBACK`.
+    ///
+    /// Meant for a few statements with small results: the connection blocks, so a pipeline whose queries outgrew
+    /// the socket buffers while the server's answers outgrew them the other way would stall.
+    ///
+    /// - Returns: each query's rows, in order.
+    /// - Throws: the first failure's ``PostgresError``, after every result has been read so that the connection
+    ///   can be used again; `.connectionLost` (and the connection closed) when the connection broke on the way.
+    @discardableResult
+    public func pipeline(_ queries: [PostgresQuery]) throws(PostgresError) -> [PostgresRows] {
+        guard let handle else { throw PostgresError(.connectionLost, serverMessage: "connection closed") }
+        // libpq takes C strings: a NUL would end the value early and store something else than was asked.
+        for query in queries {
+            guard !query.sql.utf8.contains(0), !query.binds.contains(where: { $0?.utf8.contains(0) == true }) else {
+                throw PostgresError(.invalidParameter, serverMessage: "a bind value holds a NUL character")
+            }
+        }
+        guard !queries.isEmpty else { return [] }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(.unexpectedResult, serverMessage: Self.errorMessage(of: handle))
+        }
+        roundTrips += 1
+        for query in queries {
+            let sent = withOptionalCStringArray(query.binds) { valuePointers in
+                query.sql.withCString { sql in
+                    PQsendQueryParams(handle, sql, Int32(query.binds.count), nil, valuePointers, nil, nil, 0)
+                }
+            }
+            guard sent == 1 else { throw abandonPipeline(handle) }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw abandonPipeline(handle) }
+
+        var rows: [PostgresRows] = []
+        rows.reserveCapacity(queries.count)
+        var firstFailure: PostgresError?
+        for _ in queries {
+            // Each query's result, then a NULL that ends it.
+            guard let result = PQgetResult(handle) else { throw abandonPipeline(handle) }
+            if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                // Skipped after an earlier failure, which is what is thrown.
+                PQclear(result)
+                rows.append(PostgresRows(columns: [], rows: [], affectedRows: 0))
+            } else {
+                do throws(PostgresError) {
+                    rows.append(try consume(result, connection: handle))
+                } catch {
+                    if error.code == .connectionLost { throw abandonPipeline(handle, error) }
+                    firstFailure = firstFailure ?? error
+                    rows.append(PostgresRows(columns: [], rows: [], affectedRows: 0))
+                }
+            }
+            guard PQgetResult(handle) == nil else { throw abandonPipeline(handle) }
+        }
+        guard let sync = PQgetResult(handle) else { throw abandonPipeline(handle) }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else { throw abandonPipeline(handle) }
+        if let firstFailure { throw firstFailure }
+        return rows
+    }
+
+    /// Closes a connection whose pipeline went wrong mid-way (sending failed, the server went away, or libpq
+    /// answered out of order): what is left on it cannot be trusted, and a closed connection is replaced by the
+    /// next ``DatabaseSession/connection()``.
+    private func abandonPipeline(_ handle: OpaquePointer, _ error: PostgresError? = nil) -> PostgresError {
+        let error = error ?? PostgresError(.connectionLost, serverMessage: Self.errorMessage(of: handle))
+        close()
+        return error
+    }
+
+    /// Runs `body` in a transaction whose statements travel in as few round trips as `body` allows: each
+    /// ``PipelinedTransaction/run(_:)`` is one ``pipeline(_:)``, the first also carrying `BEGIN` and the
+    /// ``transactionSettings``. A statement cannot take an earlier statement's result of the same flight as a
+    /// parameter, so work whose next statement depends on a result waits for that flight's answer.
+    ///
+    /// `COMMIT` goes alone, once `body` has returned, as with ``withTransaction(logger:_:)``: sent in one flight with
+    /// the writes, it would commit them even when this process died while they waited for a lock (the server reads
+    /// the whole flight before it runs any of it), and a request killed before its commit must leave nothing behind.
+    /// Read-only work needs no such care: ``readOnlyTransaction(logger:_:)`` sends it with `COMMIT` in one flight.
+    ///
+    /// Otherwise as ``withTransaction(logger:_:)``: rolled back when `body` throws, run again (whole) after a
+    /// serialization failure or deadlock, so `body` must have no effect outside the database. A body that sent
+    /// nothing sends nothing.
+    public func withPipelinedTransaction<T>(
+        logger: Logger? = nil, _ body: (PipelinedTransaction) throws -> T
+    ) throws -> T {
+        try retryingConflicts(logger: logger) {
+            let transaction = PipelinedTransaction(connection: self)
+            do {
+                let value = try body(transaction)
+                if transaction.hasBegun { try query("COMMIT") }
+                return value
+            } catch {
+                rollBackIfOpen()
+                throw error
+            }
+        }
+    }
+
+    /// Runs `queries` in a read-only transaction (`BEGIN READ ONLY`, the ``transactionSettings``, the queries,
+    /// `COMMIT`) in one round trip: a read that must run under the settings' bounds, at the price of no round trip
+    /// more than the bare statements. Retried as ``withTransaction(logger:_:)`` is.
+    /// - Returns: each query's rows, in order.
+    public func readOnlyTransaction(logger: Logger? = nil, _ queries: [PostgresQuery]) throws -> [PostgresRows] {
+        try retryingConflicts(logger: logger) {
+            let prologue = transactionPrologue(begin: "BEGIN READ ONLY")
+            do {
+                let rows = try pipeline(prologue + queries + ["COMMIT"])
+                return Array(rows[prologue.count..<(prologue.count + queries.count)])
+            } catch {
+                rollBackIfOpen()
+                throw error
+            }
+        }
+    }
+
+    /// `begin` and the ``transactionSettings``, as statements of a pipeline.
+    fileprivate func transactionPrologue(begin: PostgresQuery = "BEGIN") -> [PostgresQuery] {
+        [begin] + (transactionSettings?.statementList ?? []).map { PostgresQuery(unsafeSQL: $0) }
+    }
+
+    /// Ends a transaction that a failure left open or aborted. Nothing to do when nothing was sent, or when the
+    /// failure was COMMIT's own (which ends the transaction); a failed rollback leaves nothing to do either, the
+    /// transaction dies with the connection.
+    private func rollBackIfOpen() {
+        if let handle, PQtransactionStatus(handle) != PQTRANS_IDLE { _ = try? query("ROLLBACK") }
+    }
+}
+
+/// One attempt of a ``PostgresConnection/withPipelinedTransaction(logger:_:)``: sends the body's statements in the
+/// transaction, a flight at a time. Belongs to that call; not to be kept.
+public final class PipelinedTransaction {
+    private let connection: PostgresConnection
+    private(set) var hasBegun = false
+
+    init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    /// Runs `queries` in the transaction in one round trip (the first flight also carries `BEGIN` and the settings).
+    /// - Returns: each query's rows, in order.
+    @discardableResult
+    public func run(_ queries: [PostgresQuery]) throws(PostgresError) -> [PostgresRows] {
+        let prologue = hasBegun ? [] : connection.transactionPrologue()
+        hasBegun = true
+        let rows = try connection.pipeline(prologue + queries)
+        return Array(rows[prologue.count...])
+    }
+}
