@@ -25,10 +25,8 @@ work=$(mktemp -d /tmp/caregiver-push-startup-profile.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 echo
-echo "### Where the time goes"
-echo
-echo "Made by \`scripts/bench-startup-profile.sh\` in the same run (it runs \`$ours\` as \"push-register\","
-echo "\`c/register\` and \`c/trivial\`, each as the bench built it)."
+echo "The rest is made by \`scripts/bench-startup-profile.sh\` in the same run (push-register is"
+echo "\`$(echo "$ours" | sed "s#^$PWD/##")\`; \`c/register\` and \`c/trivial\` as the bench built them)."
 
 # 1. Libraries.
 libraries() { ldd "$1" | awk '$1 !~ /^linux-vdso/ {print $1}' | sed 's#.*/##'; }
@@ -131,19 +129,29 @@ if perf stat -e instructions true 2>&1 | grep -q '<not supported>' || ! command 
         empty_trivial=$(instructions "$trivial" empty-trivial /dev/null)
         register_ours=$(instructions "$ours" register-ours "$event")
         register_floor=$(instructions "$floor" register-floor "$event")
-        echo "| run | push-register | C | push-register ÷ C |"
+        # Inclusive instructions under ld.so's _dl_start: the loader's own work before main (mapping, relocation).
+        loader_share() {
+            callgrind_annotate --inclusive=yes "$work/callgrind.$1" 2>/dev/null |
+                awk '/rtld.c:_dl_start / && !done {gsub(",", "", $1); print $1; done = 1}'
+        }
+        echo "| run | instructions | in the loader (\`_dl_start\`, inclusive) | × the C program's instructions |"
         echo "|---|---:|---:|---:|"
-        echo "| empty stdin (400) vs c/trivial | $empty_ours | $empty_trivial | $(awk -v a="$empty_ours" -v b="$empty_trivial" 'BEGIN {printf "%.0f", a / b}') |"
-        echo "| register event vs c/register | $register_ours | $register_floor | $(awk -v a="$register_ours" -v b="$register_floor" 'BEGIN {printf "%.1f", a / b}') |"
+        for row in "push-register, empty stdin:empty-ours:$empty_ours:$empty_trivial" \
+            "c/trivial, empty stdin:empty-trivial:$empty_trivial:$empty_trivial" \
+            "push-register, register event:register-ours:$register_ours:$register_floor" \
+            "c/register, register event:register-floor:$register_floor:$register_floor"; do
+            IFS=: read -r name file count base <<<"$row"
+            loader=$(loader_share "$file")
+            echo "| $name | $count | ${loader:-?} ($(awk -v a="${loader:-0}" -v b="$count" 'BEGIN {printf "%.0f%%", 100 * a / b}')) |" \
+                "$(awk -v a="$count" -v b="$base" 'BEGIN {printf "%.1f", a / b}') |"
+        done
         echo
-        echo "Where push-register's empty-stdin run executes them (\`callgrind_annotate --inclusive=yes\`, the fifteen"
-        echo "largest inclusive counts below \`main\`'s callers, % of the whole run):"
+        echo "The fifteen functions where push-register's empty-stdin run executes the most instructions themselves"
+        echo "(\`callgrind_annotate --inclusive=no\`, % of the whole run):"
         echo
         echo '```'
-        callgrind_annotate --inclusive=yes "$work/callgrind.empty-ours" 2>/dev/null |
-            awk '/^-+$/ {rule++; next} rule >= 3 && NF >= 3 && $1 ~ /^[0-9,]+$/' |
-            grep -v -E ' (0x[0-9a-f]+|\?\?\?:_start|\?\?\?:\(below main\)|\?\?\?:__libc_start[a-z_]*)( |$)' |
-            sed -n 1,15p | cut -c1-150
+        callgrind_annotate --inclusive=no "$work/callgrind.empty-ours" 2>/dev/null |
+            awk '/^-+$/ {rule++; next} rule >= 4 && $1 ~ /^[0-9,]+$/ && !/PROGRAM TOTALS/' | sed -n 1,15p | cut -c1-160
         echo '```'
     else
         echo "valgrind is not installed."

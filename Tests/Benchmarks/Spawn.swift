@@ -19,14 +19,37 @@ enum Spawn {
         let started: ContinuousClock.Instant
         /// When the child's stdout reached EOF (its response is complete).
         let standardOutputClosed: ContinuousClock.Instant
-        /// The child's peak resident set in KiB, when run through `c/peak-rss`.
-        let peakResidentKilobytes: Int?
+        /// What `wait4` says of the child, when run through `c/peak-rss`.
+        let usage: Usage?
 
         /// Start to stdout's EOF, in milliseconds.
         var milliseconds: Double { benchMilliseconds(standardOutputClosed - started) }
 
         /// The response's `statusCode`, when stdout holds a response document.
         var statusCode: Int64? { (try? JSONValue.parse(standardOutput))?["statusCode"]?.integerValue }
+    }
+
+    /// A child's resource usage as `c/peak-rss` reports it.
+    struct Usage {
+        let peakResidentKilobytes: Int
+        let userMicroseconds: Int
+        let systemMicroseconds: Int
+        let minorFaults: Int
+        let majorFaults: Int
+
+        /// `peak-rss-kib=N user-us=N system-us=N minor-faults=N major-faults=N`
+        init?(_ line: Substring) {
+            var fields: [String: Int] = [:]
+            for field in line.split(separator: " ") {
+                let parts = field.split(separator: "=")
+                if parts.count == 2, let value = Int(parts[1]) { fields[String(parts[0])] = value }
+            }
+            guard let peak = fields["peak-rss-kib"], let user = fields["user-us"], let system = fields["system-us"],
+                let minor = fields["minor-faults"], let major = fields["major-faults"]
+            else { return nil }
+            (peakResidentKilobytes, userMicroseconds, systemMicroseconds, minorFaults, majorFaults) =
+                (peak, user, system, minor, major)
+        }
     }
 
     /// A child left running (a Lambda runtime looping on the Runtime API); ``stop()`` kills and reaps it.
@@ -105,17 +128,17 @@ enum Spawn {
             }
         }
         let status = reap(pid)
-        var peak: Int?
+        var usage: Usage?
         if peakResidentHelper != nil {
             let text = String(decoding: errors, as: UTF8.self)
             if let range = text.range(of: "\npeak-rss-kib=", options: .backwards) {
-                peak = Int(text[range.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines))
+                usage = Usage(text[text.index(after: range.lowerBound)...].prefix { $0 != "\n" })
                 errors = Array(text[..<range.lowerBound].utf8)
             }
         }
         return Outcome(
             exitStatus: status, standardOutput: output, standardError: errors, started: started,
-            standardOutputClosed: outputClosed ?? ContinuousClock.now, peakResidentKilobytes: peak)
+            standardOutputClosed: outputClosed ?? ContinuousClock.now, usage: usage)
     }
 
     /// Starts `executable` with stdin and stdout on /dev/null and stderr in a temporary file, and leaves it running.

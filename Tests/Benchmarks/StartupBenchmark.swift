@@ -104,6 +104,31 @@ struct StartupBenchmark {
         let connectionsPerInvocation: [Double]
         /// Per side: `strace -c -f -p` calls per invocation by system call (empty when strace is not there).
         let systemCalls: [[String: Double]]
+        /// Per side: resident KiB by mapping (`/proc/PID/smaps` after the warm invocations).
+        let residentByMapping: [[String: Int]]
+    }
+
+    /// Resident KiB of a running process by what is mapped: each file by name (the executable as
+    /// `(the executable)`), `[heap]`, `[stack]` and `(anonymous)`.
+    static func residentByMapping(pid: pid_t, executable: String) -> [String: Int] {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return [:] }
+        var totals: [String: Int] = [:]
+        var current = "(anonymous)"
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let first = fields.first else { continue }
+            if first.contains("-") && fields.count >= 5 {
+                let path = fields.count >= 6 ? fields[5...].joined(separator: " ") : ""
+                current =
+                    path.isEmpty
+                    ? "(anonymous)"
+                    : path == executable
+                        ? "(the executable)" : path.hasPrefix("/") ? String(path.split(separator: "/").last!) : path
+            } else if first == "Rss:", fields.count >= 2, let kilobytes = Int(fields[1]) {
+                totals[current, default: 0] += kilobytes
+            }
+        }
+        return totals
     }
 
     /// (b) Warm: one process each, one untimed (cold) invocation, then `invocations` in a row, the two runtimes
@@ -132,6 +157,10 @@ struct StartupBenchmark {
             }
         }
         let pair = Pair(ours: median(samples[0]), floor: median(samples[1]), runs: invocations)
+        let resident = zip(processes, executables).map { process, executable in
+            Self.residentByMapping(
+                pid: process.pid, executable: URL(fileURLWithPath: executable).resolvingSymlinksInPath().path)
+        }
 
         let strace = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
         var tracers: [(Spawn.Running, String)] = []
@@ -173,7 +202,9 @@ struct StartupBenchmark {
         }
         return (
             pair,
-            WarmProfile(invocations: profiled, connectionsPerInvocation: connections, systemCalls: systemCalls)
+            WarmProfile(
+                invocations: profiled, connectionsPerInvocation: connections, systemCalls: systemCalls,
+                residentByMapping: resident)
         )
     }
 
@@ -185,16 +216,7 @@ struct StartupBenchmark {
         registerEvent: [UInt8], doseEvent: [UInt8], runs: Int
     ) throws -> (functions: [(function: String, kilobytes: Int)], floor: Int) {
         func peak(_ executable: String, _ input: [UInt8]) throws -> Int {
-            let samples = try (0..<runs).map { _ in
-                let outcome = try Spawn.run(
-                    executable: executable, environment: environment, input: input,
-                    peakResidentHelper: floor("peak-rss"))
-                guard let kilobytes = outcome.peakResidentKilobytes else {
-                    throw BenchmarkError("peak-rss gave no figure for \(executable)")
-                }
-                return Double(kilobytes)
-            }
-            return Int(median(samples))
+            Int(try usage(executable, input: input, runs: runs).peakResidentKilobytes)
         }
         let floorPeak = try peak(floor("register"), registerEvent)
         let rows = try Self.functions.filter { $0 != "db-migrate" }.map { function in
@@ -207,6 +229,24 @@ struct StartupBenchmark {
             return (function, try peak(bootstrap(function), input))
         }
         return (rows, floorPeak)
+    }
+
+    /// Medians of `runs` runs through `c/peak-rss`: peak resident set (KiB), CPU time in user space and in the
+    /// kernel (ms), minor page faults.
+    func usage(_ executable: String, input: [UInt8], runs: Int) throws -> (
+        peakResidentKilobytes: Double, userMilliseconds: Double, systemMilliseconds: Double, minorFaults: Double
+    ) {
+        let samples = try (0..<runs).map { _ in
+            let outcome = try Spawn.run(
+                executable: executable, environment: environment, input: input, peakResidentHelper: floor("peak-rss"))
+            guard let usage = outcome.usage else { throw BenchmarkError("peak-rss gave no figure for \(executable)") }
+            return usage
+        }
+        return (
+            median(samples.map { Double($0.peakResidentKilobytes) }),
+            median(samples.map { Double($0.userMicroseconds) / 1000 }),
+            median(samples.map { Double($0.systemMicroseconds) / 1000 }), median(samples.map { Double($0.minorFaults) })
+        )
     }
 
     /// (e) Each function's `bootstrap`, everything its zip unpacks to, and the zip.
@@ -229,8 +269,13 @@ struct StartupBenchmark {
 
     struct BySize {
         let rows: [Int]
+        /// Cold push-register, median of `runs` per size.
         let milliseconds: [Double]
         let runs: Int
+        /// The register transaction in-process (``PushDeviceRegistry``), one connection per database, the sizes
+        /// alternated registration by registration; median of `registrations` per size.
+        let inProcessMilliseconds: [Double]
+        let registrations: Int
     }
 
     /// (f) Cold push-register at about 1k and about 1M rows in `push_devices`, alternated run by run: two databases
@@ -272,7 +317,24 @@ struct StartupBenchmark {
                 if round >= 0 { samples[index].append(outcome.milliseconds) }
             }
         }
-        return BySize(rows: rows, milliseconds: samples.map(median), runs: runs)
+        let registrations = 200
+        let connections = try urls.map { try PostgresConnection(url: $0) }
+        defer { connections.forEach { $0.close() } }
+        var inProcess: [[Double]] = [[], []]
+        for index in -1..<registrations {
+            for (size, connection) in connections.enumerated() {
+                let start = ContinuousClock.now
+                _ = try PushDeviceRegistry(connection: connection).register(
+                    .init(
+                        token: "bench-register-\(UUID().uuidString)", platform: .ios, environment: .development,
+                        installationID: "bench-install-\(index)"),
+                    caregiverID: UUID())
+                if index >= 0 { inProcess[size].append(benchMilliseconds(ContinuousClock.now - start)) }
+            }
+        }
+        return BySize(
+            rows: rows, milliseconds: samples.map(median), runs: runs, inProcessMilliseconds: inProcess.map(median),
+            registrations: registrations)
     }
 
     /// `url` with its database (the last path segment) replaced.
@@ -355,6 +417,11 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         floorDirectory: URL(fileURLWithPath: floors), databaseURL: databaseURL)
     let runs = 40
     let warmInvocations = 200
+    // The machine is shared: say how loaded it was when the section started.
+    let load =
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3)
+        .joined(separator: " ") ?? "?"
+    let started = Timestamp.rfc3339UTC(Date())
     // One caregiver and one device token for every run of (a), (b) and (d): the same valid event for both sides.
     let event = try benchmark.registerEvent(token: "bench-startup-device")
     let cold = try benchmark.coldStdin(event: event, runs: runs)
@@ -383,7 +450,9 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
 
         ## Start-up against C (issue 15)
 
-        Made by `make bench`; this section alone: `BENCH_ONLY=startup BENCH_OUTPUT=/tmp/startup.md scripts/bench.sh`.
+        Made by `make bench`; this section alone: `make bench-startup` (`BENCH_ONLY=startup
+        BENCH_OUTPUT=bench-out/startup.md scripts/bench.sh`). This run started at \(started), \(ProcessInfo.processInfo
+        .activeProcessorCount) cores, load average \(load) (1, 5, 15 min).
         **Ours** is what `make release` ships: `scripts/bench.sh` runs `scripts/release.sh` (release builds with
         `--static-swift-stdlib` and its link flags), unzips each `dist/lambda/<function>.zip` into
         `.build/bench-lambda/<function>/` and runs that `bootstrap`, which loads the libraries bundled in its `lib/`.
@@ -462,6 +531,29 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
             format: "| %@ | %.1f | %.1f | %.1f |\n", size.function, Double(size.binary) / 1e6,
             Double(size.unzipped) / 1e6, Double(size.zipped) / 1e6)
     }
+    let usageRows = [
+        ("push-register, empty stdin", benchmark.bootstrap("push-register"), [UInt8]()),
+        ("c/trivial, empty stdin", benchmark.floor("trivial"), []),
+        ("push-register, register event", benchmark.bootstrap("push-register"), event),
+        ("c/register, register event", benchmark.floor("register"), event),
+    ]
+    report += """
+
+        ### Where the time goes
+
+        **CPU and page faults per invocation** (`c/peak-rss`: `wait4`'s rusage, median of 9 each): what is left of
+        the wall time is waiting (PostgreSQL, the loader's and the kernel's I/O not charged to the process).
+
+        | run | user CPU ms | kernel CPU ms | minor page faults | peak RSS MiB |
+        |---|---:|---:|---:|---:|
+
+        """
+    for (name, executable, input) in usageRows {
+        let usage = try benchmark.usage(executable, input: input, runs: 9)
+        report += String(
+            format: "| %@ | %.2f | %.2f | %.0f | %.1f |\n", name, usage.userMilliseconds, usage.systemMilliseconds,
+            usage.minorFaults, usage.peakResidentKilobytes / 1024)
+    }
     report += try benchmark.profile(event: event)
     report += String(
         format: """
@@ -484,6 +576,23 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         report += String(format: "| **total** | **%.1f** | **%.1f** |\n", ours["total"] ?? 0, floor["total"] ?? 0)
     } else {
         report += "| strace is not installed | | |\n"
+    }
+    let (oursResident, floorResident) = (warmProfile.residentByMapping[0], warmProfile.residentByMapping[1])
+    report += String(
+        format: """
+
+            **Resident memory by mapping** of the two warm runtimes after their %d timed invocations
+            (`/proc/PID/smaps`, `Rss` summed by what is mapped; the ten largest of push-register's): total %.1f MiB
+            against %.1f MiB.
+
+            | mapping | push-register MiB | c/runtime MiB |
+            |---|---:|---:|
+
+            """, warmInvocations, Double(oursResident.values.reduce(0, +)) / 1024,
+        Double(floorResident.values.reduce(0, +)) / 1024)
+    for (name, kilobytes) in oursResident.sorted(by: { $0.value > $1.value }).prefix(10) {
+        report += String(
+            format: "| %@ | %.2f | %.2f |\n", name, Double(kilobytes) / 1024, Double(floorResident[name] ?? 0) / 1024)
     }
     return report
 }
@@ -513,18 +622,21 @@ func deviceTableSection(
         report += String(
             format: """
 
-                **Cold, through the shipped executable**: push-register (`dist/lambda` `bootstrap`) through stdin to
-                stdout's EOF, each run a new caregiver and token with an installation id, against two databases of the
-                same cluster made for it (migrated, filled like the table above, `VACUUM ANALYZE`, a checkpoint),
-                alternated run by run; median of %d each (the start-up section's harness). Goal: ≤ 1.1.
+                **The same, interleaved, and through the shipped executable**: two databases of the same cluster made
+                for it (migrated, filled like the table above, `VACUUM ANALYZE`, a checkpoint), the sizes alternated run
+                by run so that the machine's other load falls on both alike. In-process: the same transaction, one
+                connection per database, median of %d each. Cold: push-register (`dist/lambda` `bootstrap`) through
+                stdin to stdout's EOF (the start-up section's harness), each run a new caregiver and token with an
+                installation id, median of %d each. Goal: ≤ 1.1.
 
-                | rows in push_devices | cold median ms | × 1k |
-                |---:|---:|---:|
-                | %d | %.2f | 1.00 |
-                | %d | %.2f | **%.2f** |
+                | rows in push_devices | in-process median ms | × 1k | cold median ms | × 1k |
+                |---:|---:|---:|---:|---:|
+                | %d | %.2f | 1.00 | %.2f | 1.00 |
+                | %d | %.2f | **%.2f** | %.2f | **%.2f** |
 
-                """, cold.runs, cold.rows[0], cold.milliseconds[0], cold.rows[1], cold.milliseconds[1],
-            cold.milliseconds[1] / cold.milliseconds[0])
+                """, cold.registrations, cold.runs, cold.rows[0], cold.inProcessMilliseconds[0], cold.milliseconds[0],
+            cold.rows[1], cold.inProcessMilliseconds[1], cold.inProcessMilliseconds[1] / cold.inProcessMilliseconds[0],
+            cold.milliseconds[1], cold.milliseconds[1] / cold.milliseconds[0])
     }
     let sequentialScans = table.plans.filter { $0.plan.contains("Seq Scan on push_devices") }.count
     report += "\nPlans at 1M rows (sequential scans of push_devices: \(sequentialScans)):\n"
