@@ -108,8 +108,9 @@ struct StartupBenchmark {
         let residentByMapping: [[String: Int]]
     }
 
-    /// Resident KiB of a running process by what is mapped: each file by name (the executable as
-    /// `(the executable)`), `[heap]`, `[stack]` and `(anonymous)`.
+    /// Resident KiB of a running process by what is mapped: each file by name, a library without its version
+    /// (`libcrypto.so`: the bundled copy is named by soname, the system's by its full version), the executable as
+    /// `(the executable)`, `[heap]`, `[stack]` and `(anonymous)`.
     static func residentByMapping(pid: pid_t, executable: String) -> [String: Int] {
         // Read to EOF with read(2): procfs files report a size of 0, and Foundation's whole-file readers stop short.
         let descriptor = open("/proc/\(pid)/smaps", O_RDONLY)
@@ -134,13 +135,19 @@ struct StartupBenchmark {
                 current =
                     path.isEmpty
                     ? "(anonymous)"
-                    : path == executable
-                        ? "(the executable)" : path.hasPrefix("/") ? String(path.split(separator: "/").last!) : path
+                    : path == executable ? "(the executable)" : Self.mappingName(path)
             } else if first == "Rss:", fields.count >= 2, let kilobytes = Int(fields[1]) {
                 totals[current, default: 0] += kilobytes
             }
         }
         return totals
+    }
+
+    /// `/usr/lib/x86_64-linux-gnu/libgnutls.so.30.34.3` → `libgnutls.so`; `[heap]` stays.
+    static func mappingName(_ path: String) -> String {
+        guard path.hasPrefix("/"), let file = path.split(separator: "/").last else { return path }
+        guard let so = file.range(of: ".so") else { return String(file) }
+        return String(file[..<so.upperBound])
     }
 
     /// (b) Warm: one process each, one untimed (cold) invocation, then `invocations` in a row, the two runtimes
