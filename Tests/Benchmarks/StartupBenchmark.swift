@@ -563,20 +563,19 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
 
         ### Where the time goes
 
-        **CPU and page faults per invocation** (`c/peak-rss`: `wait4`'s rusage, median of 9 each). The CPU total is
-        exact; its split between user space and the kernel is the kernel's tick sampling (4 ms ticks), so read it as a
-        rough share. What the wall time has beyond the CPU is waiting (PostgreSQL's answers, the harness).
+        **CPU and page faults per invocation** (`c/peak-rss`: `wait4`'s rusage, median of 9 each): CPU time in user
+        space and in the kernel together (the total is exact; the kernel splits it between the two by 4 ms tick
+        sampling, too coarse for runs this short). What the wall time has beyond the CPU is waiting (PostgreSQL's
+        answers, the harness).
 
-        | run | CPU ms (user + kernel) | user : kernel | minor page faults | peak RSS MiB |
-        |---|---:|---:|---:|---:|
+        | run | CPU ms (user + kernel) | minor page faults | peak RSS MiB |
+        |---|---:|---:|---:|
 
         """
     for (name, executable, input) in usageRows {
         let usage = try benchmark.usage(executable, input: input, runs: 9)
         report += String(
-            format: "| %@ | %.2f | %.0f : %.0f | %.0f | %.1f |\n", name, usage.cpuMilliseconds,
-            100 * usage.userMilliseconds / max(usage.cpuMilliseconds, 0.001),
-            100 * usage.systemMilliseconds / max(usage.cpuMilliseconds, 0.001), usage.minorFaults,
+            format: "| %@ | %.2f | %.0f | %.1f |\n", name, usage.cpuMilliseconds, usage.minorFaults,
             usage.peakResidentKilobytes / 1024)
     }
     report += try benchmark.profile(event: event)
