@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test soak bench release minroot build deps db-start db-stop migrate format lint clean fuzz
+.PHONY: dev test soak bench bench-startup release minroot build deps db-start db-stop migrate format lint clean fuzz
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -15,9 +15,16 @@ test:
 soak:
 	scripts/soak.sh
 
-## make bench: release build, throwaway PostgreSQL, benchmarks written to docs/benchmarks.md.
+## make bench: release build, throwaway PostgreSQL, benchmarks written to docs/benchmarks.md. The functions measured
+## are the zips `make release` makes (scripts/release.sh runs first), against C floors built from Tests/Benchmarks/c.
 bench:
 	scripts/bench.sh
+
+## make bench-startup: only the start-up section (issue 15: the shipped functions against the C floors, with its
+## profile) and the push_devices-size section, written to bench-out/startup.md; docs/benchmarks.md is left alone.
+bench-startup:
+	mkdir -p bench-out
+	BENCH_ONLY=startup BENCH_OUTPUT=bench-out/startup.md scripts/bench.sh
 
 ## make fuzz: build the libFuzzer harnesses (Tests/Fuzz) with -sanitize=fuzzer,address into .build-fuzz and run each
 ## for FUZZ_SECONDS (default 60); non-zero exit and the artifact path when one finds a crash or a broken invariant.

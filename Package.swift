@@ -147,8 +147,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/Benchmarks",
-            // The Python peer of the fan-out benchmark, run as a child process from scripts/bench.sh's venv.
-            exclude: ["peer"],
+            // The Python peer of the fan-out benchmark, run as a child process from scripts/bench.sh's venv; the C
+            // floors of the start-up section, which scripts/bench.sh builds with cc.
+            exclude: ["peer", "c"],
             swiftSettings: strict
         ),
         .testTarget(

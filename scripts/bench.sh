@@ -2,7 +2,14 @@
 # `make bench`: release build, a throwaway PostgreSQL (and PgBouncer in front of it), then the benchmarks, which
 # write docs/benchmarks.md and the charts beside it (docs/benchmarks-*.svg).
 #
+# The functions measured are the ones `make release` ships: this runs scripts/release.sh (release builds with
+# --static-swift-stdlib and its link flags, dist/lambda/<function>.zip), unzips each zip into
+# .build/bench-lambda/<function>/ and gives the bench each `bootstrap` under its function's name. The C floors of the
+# start-up section (Tests/Benchmarks/c) are built here with cc -O2 into .build/bench-c/.
+#
 #   BENCH_ONLY=pooler BENCH_OUTPUT=/tmp/pooler.md scripts/bench.sh    only the pooler section, elsewhere
+#   BENCH_ONLY=startup BENCH_OUTPUT=/tmp/startup.md scripts/bench.sh  only the start-up section (issue 15) and the
+#                                                                     device table, elsewhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,16 +43,57 @@ prepare_peer() {
     rm -f "$log"
 }
 
+# The C floors, built as a normal C program is (cc -O2, dynamically linked against the system's libraries); the
+# trivial one also statically, for the static process-start floor.
+build_floors() {
+    local source=Tests/Benchmarks/c out=.build/bench-c
+    mkdir -p "$out"
+    cc -O2 -Wall -Werror -o "$out/trivial" "$source/trivial.c"
+    cc -O2 -Wall -Werror -o "$out/register" "$source/register.c" $(pkg-config --cflags --libs libpq)
+    cc -O2 -Wall -Werror -o "$out/runtime" "$source/runtime.c" $(pkg-config --cflags --libs libpq libcurl)
+    BENCH_C_DIRECTORY=$PWD/$out
+    # The peak-RSS helper must be small (its own high-water mark is a floor on what it reports): static.
+    cc -O2 -Wall -Werror -static -o "$out/peak-rss" "$source/peak-rss.c"
+    if cc -static -O2 -o "$out/trivial-static" "$source/trivial.c" 2>/dev/null; then
+        BENCH_TRIVIAL_BINARY=$PWD/$out/trivial-static
+    fi
+    export BENCH_C_DIRECTORY BENCH_TRIVIAL_BINARY
+}
+
+# The shipped functions: scripts/release.sh's zips, unzipped as Lambda unzips them (bootstrap executable), and a
+# folder where each bootstrap is found under its function's name (its $ORIGIN is still its own folder).
+unpack_release() {
+    local lambda=.build/bench-lambda zip function
+    scripts/release.sh
+    rm -rf "$lambda"
+    mkdir -p "$lambda/bin"
+    for zip in dist/lambda/*.zip; do
+        function=$(basename "$zip" .zip)
+        python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$lambda/$function"
+        chmod 755 "$lambda/$function/bootstrap"
+        ln -s "../$function/bootstrap" "$lambda/bin/$function"
+    done
+    BENCH_LAMBDA_DIRECTORY=$PWD/$lambda
+    BENCH_LAMBDA_ZIPS=$PWD/dist/lambda
+    BENCH_FUNCTIONS_DIRECTORY=$PWD/$lambda/bin
+    export BENCH_LAMBDA_DIRECTORY BENCH_LAMBDA_ZIPS BENCH_FUNCTIONS_DIRECTORY
+}
+
 if [ "${1:-}" = "--inside" ]; then
+    if [ "${BENCH_ONLY:-}" = startup ]; then
+        # Only what the section runs: the bench itself, the shipped functions, the floors.
+        swift build -c "$configuration" --product bench
+        unpack_release
+        build_floors
+        exec "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
+    fi
     prepare_peer
     swift build -c "$configuration"
-    # The floors: pgbench from the PostgreSQL install, and a trivial static C program.
+    unpack_release
+    build_floors
+    # The pgbench floor, from the PostgreSQL install.
     BENCH_PGBENCH=$(ls -d /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | sort -V | tail -n 1 || true)
-    trivial=$(mktemp /tmp/caregiver-push-trivial.XXXXXX)
-    if printf 'int main(void) { return 0; }\n' | cc -static -O2 -x c -o "$trivial" - 2>/dev/null; then
-        BENCH_TRIVIAL_BINARY=$trivial
-    fi
-    export BENCH_PGBENCH BENCH_TRIVIAL_BINARY
+    export BENCH_PGBENCH
     # The pooler section (issue 18): PgBouncer in transaction mode in front of the throwaway cluster, on a free port.
     pooler_dir=$(mktemp -d /tmp/caregiver-push-bench-pgbouncer.XXXXXX)
     chmod 755 "$pooler_dir"

@@ -28,6 +28,13 @@ command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 # The Lambda builds link libstdc++ statically (scripts/release.sh).
 [ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
 
+# `make bench` only: the start-up section's profile (scripts/bench-startup-profile.sh) counts system calls with
+# strace and instructions with valgrind's callgrind.
+if [ "${1:-}" = "--bench-peer" ]; then
+    command -v strace >/dev/null 2>&1 || missing+=(strace)
+    command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+fi
+
 # `make soak` only: wrk drives the runner.
 if [ "${1:-}" = "--soak" ]; then
     command -v wrk >/dev/null 2>&1 || missing+=(wrk)

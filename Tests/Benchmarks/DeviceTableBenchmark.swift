@@ -27,7 +27,13 @@ struct DeviceTableBenchmark {
     }
 
     /// Tops `push_devices` up to `target` rows of random caregivers, in one statement.
-    private func fill(to target: Int, connection: PostgresConnection) throws {
+    func fill(to target: Int, connection: PostgresConnection) throws {
+        try Self.fill(to: target, connection: connection)
+    }
+
+    /// Tops `push_devices` up to `target` rows of random caregivers, in one statement (also the start-up section's
+    /// cold measurement at two sizes).
+    static func fill(to target: Int, connection: PostgresConnection) throws {
         let current = try connection.query("SELECT count(*) FROM push_devices")[0].decode(Int.self, at: 0)
         guard current < target else { return }
         try connection.query(

@@ -87,33 +87,6 @@ struct FunctionBenchmarks {
         return mints.withLock { $0 }
     }
 
-    /// Peak resident memory of each function for one invocation (GNU time's %M), in KiB.
-    func peakRSS() throws -> [(function: String, kilobytes: Int)] {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else { return [] }
-        let connection = try PostgresConnection(url: databaseURL)
-        let pushed = try patient(withDevice: false, connection: connection)
-        connection.close()
-        let event = try doseEvent(token: pushed.token, medication: pushed.medication)
-        var rows: [(String, Int)] = []
-        let functions = [
-            "push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep",
-        ]
-        for function in functions {
-            // push-sweep is scheduled, not routed: `{}` is the event a CronJob gives it.
-            let result = try ChildProcess.run(
-                executable: URL(fileURLWithPath: "/usr/bin/time"),
-                arguments: ["-f", "rss=%M", binDirectory.appendingPathComponent(function).path],
-                environment: environment(nil), input: function == "push-sweep" ? Data("{}".utf8) : event)
-            let text = String(decoding: result.standardError, as: UTF8.self)
-            if let line = text.split(separator: "\n").last(where: { $0.hasPrefix("rss=") }),
-                let value = Int(line.dropFirst(4))
-            {
-                rows.append((function, value))
-            }
-        }
-        return rows
-    }
-
     private func milliseconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
     }

@@ -18,7 +18,10 @@ struct RunnerBenchmark {
         let medianMilliseconds: Double
     }
 
+    /// Where `runner` is (it starts the functions beside it).
     let binDirectory: URL
+    /// Where the directly invoked `push-register` is (the shipped artifact under `make bench`).
+    let functionDirectory: URL
     let environment: [String: String]
     let requests: Int
 
@@ -36,7 +39,8 @@ struct RunnerBenchmark {
         let event = APIGatewayV2Request(
             routeKey: "POST /api/push/register", rawPath: "/api/push/register",
             headers: ["authorization": "Bearer \(token)", "content-type": "application/json"],
-            requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/push/register")), body: body)
+            requestContext: .init(requestId: "bench", http: .init(method: "POST", path: "/api/push/register")),
+            body: body)
         let input = try JSONEncoder().encode(event)
         // Timed to stdout's EOF, as the runner answers: Foundation's Process reaps exits on a ~50 ms poll, which
         // would otherwise swamp the function's own time.
@@ -44,7 +48,8 @@ struct RunnerBenchmark {
         for _ in 0..<requests {
             let start = ContinuousClock.now
             let result = try ChildProcess.run(
-                executable: binDirectory.appendingPathComponent("push-register"), environment: environment, input: input)
+                executable: functionDirectory.appendingPathComponent("push-register"), environment: environment,
+                input: input)
             guard result.exitStatus == 0 else { throw BenchmarkError("push-register exited \(result.exitStatus)") }
             let elapsed = result.standardOutputClosedAt - start
             direct.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
@@ -55,7 +60,8 @@ struct RunnerBenchmark {
             defer { server.stop() }
             let request = HTTPRequest(
                 method: "POST", url: "http://127.0.0.1:\(server.port)/api/push/register",
-                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")], body: Array(body.utf8))
+                headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
+                body: Array(body.utf8))
             // One untimed request: a warm pool's workers connect to the database on their first invocation.
             _ = HTTPClient.perform(request, timeoutMilliseconds: 30_000)
             rows.append(

@@ -25,10 +25,26 @@ do {
 
     let binDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         .deletingLastPathComponent()
+    // The functions as `make release` ships them (scripts/bench.sh unzips dist/lambda and links each bootstrap under
+    // its function's name here); the bench's own build directory when run some other way.
+    let functionDirectory = environment["BENCH_FUNCTIONS_DIRECTORY"].map { URL(fileURLWithPath: $0) } ?? binDirectory
     // `BENCH_ONLY=pooler`: that section alone, written to the output path (a quick run while working on it).
     if environment["BENCH_ONLY"] == "pooler" {
-        let section = try poolerSection(binDirectory: binDirectory, databaseURL: databaseURL, environment: environment)
+        let section = try poolerSection(
+            binDirectory: functionDirectory, databaseURL: databaseURL, environment: environment)
         try ("# Benchmarks (pooler section only)\n" + section).write(toFile: output, atomically: true, encoding: .utf8)
+        print(section)
+        exit(0)
+    }
+    // `BENCH_ONLY=startup`: issue 15's section and the device table (in-process and cold), nothing else.
+    if environment["BENCH_ONLY"] == "startup" {
+        let section =
+            try startupSection(databaseURL: databaseURL, environment: environment)
+            + deviceTableSection(
+                try DeviceTableBenchmark(databaseURL: databaseURL, registrations: 200).run(),
+                cold: try coldRegisterBySize(databaseURL: databaseURL, environment: environment))
+        try ("# Benchmarks (start-up section only)\n" + section).write(
+            toFile: output, atomically: true, encoding: .utf8)
         print(section)
         exit(0)
     }
@@ -36,7 +52,8 @@ do {
     let peer = FirebaseAdminPeer.Availability.fromEnvironment(environment, repetitions: 5)
     let peerAPIs = ["send_each", "send_each_async"]
     let fanOut = try FanOutBenchmark(
-        databaseURL: databaseURL, deviceCounts: [1, 10, 100, 1000], repetitions: 5, delayMilliseconds: delay, peer: peer,
+        databaseURL: databaseURL, deviceCounts: [1, 10, 100, 1000], repetitions: 5, delayMilliseconds: delay,
+        peer: peer,
         peerAPIs: peerAPIs
     ).run()
     let baseline = fanOut[0].medianMilliseconds
@@ -78,7 +95,9 @@ do {
     functionEnvironment["SUPABASE_JWT_SECRET"] = String(repeating: "r", count: 40)
     functionEnvironment["PUSH_ENVIRONMENT"] = "DEV"
     functionEnvironment["LOG_LEVEL"] = "warning"
-    let runner = try RunnerBenchmark(binDirectory: binDirectory, environment: functionEnvironment, requests: 30).run()
+    let runner = try RunnerBenchmark(
+        binDirectory: binDirectory, functionDirectory: functionDirectory, environment: functionEnvironment, requests: 30
+    ).run()
     let direct = runner[0].medianMilliseconds
     report += """
 
@@ -142,7 +161,7 @@ do {
             direct / (pgbench + trivial),
             direct)
     }
-    let functions = FunctionBenchmarks(binDirectory: binDirectory, databaseURL: databaseURL)
+    let functions = FunctionBenchmarks(binDirectory: functionDirectory, databaseURL: databaseURL)
     let latency = try functions.responseVersusPush(runs: 5)
     report += String(
         format: """
@@ -159,7 +178,7 @@ do {
             | one device, FCM answering after 2000 ms | %.1f | %.2f | %.1f |
 
             """, latency.withoutPush, latency.withPush, latency.withPush / latency.withoutPush, latency.exitWithPush)
-    let durable = DurablePushBenchmark(binDirectory: binDirectory, databaseURL: databaseURL)
+    let durable = DurablePushBenchmark(binDirectory: functionDirectory, databaseURL: databaseURL)
     let outbox = try durable.outboxCost(runs: 30)
     report += """
 
@@ -208,46 +227,13 @@ do {
         (a new service account): the emulator minted **\(mints)** access token(s) for the 20 invocations.
 
         """
+    // Issue 15: the shipped artifacts against C floors (start-up, Runtime API, peak memory, sizes, a profile), before
+    // the device table grows push_devices to 1M rows (as `BENCH_ONLY=startup` runs it).
+    report += try startupSection(databaseURL: databaseURL, environment: environment)
     let table = try DeviceTableBenchmark(databaseURL: databaseURL, registrations: 200).run()
-    report += """
-
-        ## push-register as push_devices grows
-
-        The register transaction (advisory lock, upsert, installation rotation, hand-over) in-process, median of 200
-        registrations, with the table at about 1k rows and at about 1M rows. Ratio: against the 1k run.
-
-        | rows in push_devices | median ms | × 1k |
-        |---:|---:|---:|
-
-        """
-    for result in table.results {
-        report += String(
-            format: "| %d | %.2f | %.2f |\n", result.rows, result.medianMilliseconds,
-            result.medianMilliseconds / table.results[0].medianMilliseconds)
-    }
-    let sequentialScans = table.plans.filter { $0.plan.contains("Seq Scan on push_devices") }.count
-    report += "\nPlans at 1M rows (sequential scans of push_devices: \(sequentialScans)):\n"
-    for (query, plan) in table.plans {
-        report += "\n\(query):\n\n```\n\(plan)\n```\n"
-    }
-    report += try poolerSection(binDirectory: binDirectory, databaseURL: databaseURL, environment: environment)
-    let rss = try functions.peakRSS()
-    if !rss.isEmpty {
-        report += """
-
-            ## Peak memory
-
-            Peak resident set of one invocation of each function (GNU time `%M`; the same refused request for all but
-            dose-record, so this is mostly the runtime, libpq, libcurl and OpenSSL).
-
-            | function | peak RSS MiB |
-            |---|---:|
-
-            """
-        for (function, kilobytes) in rss {
-            report += String(format: "| %@ | %.1f |\n", function, Double(kilobytes) / 1024)
-        }
-    }
+    report += deviceTableSection(
+        table, cold: try coldRegisterBySize(databaseURL: databaseURL, environment: environment))
+    report += try poolerSection(binDirectory: functionDirectory, databaseURL: databaseURL, environment: environment)
     try report.write(toFile: output, atomically: true, encoding: .utf8)
     print(report)
 } catch {

@@ -1,0 +1,682 @@
+import CaregiverPush
+import Foundation
+import Logging
+
+/// Issue 15's start-up figures: the functions `make release` ships (each zip's `bootstrap`, run from the unzipped
+/// folder so that its bundled `lib/` is what loads) against C programs the bench builds from Tests/Benchmarks/c
+/// (cc -O2, linked dynamically against the system's libpq and libcurl). Every figure is a ratio of medians measured
+/// in one run, the two sides interleaved run by run, through one harness (``Spawn``).
+struct StartupBenchmark {
+    /// `<function>/bootstrap` (and `lib/`) for each function: the unzipped `dist/lambda/<function>.zip`.
+    let lambdaDirectory: URL
+    /// The zips themselves (`dist/lambda`).
+    let zipDirectory: URL
+    /// `trivial`, `register` and `runtime`, built by scripts/bench.sh from Tests/Benchmarks/c.
+    let floorDirectory: URL
+    let databaseURL: String
+    let secret = String(repeating: "c", count: 40)
+
+    static let functions = [
+        "push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep", "db-migrate",
+    ]
+
+    struct Pair {
+        let ours: Double
+        let floor: Double
+        let runs: Int
+        var ratio: Double { ours / floor }
+    }
+
+    var environment: [String: String] {
+        BenchSeed.functionEnvironment(databaseURL: databaseURL, secret: secret, emulator: nil)
+    }
+
+    func bootstrap(_ function: String) -> String {
+        lambdaDirectory.appendingPathComponent(function).appendingPathComponent("bootstrap").path
+    }
+
+    func floor(_ name: String) -> String { floorDirectory.appendingPathComponent(name).path }
+
+    /// A push-register event from a caregiver with a valid HS256 session: a new device token unless one is given.
+    func registerEvent(caregiver: UUID = UUID(), token: String? = nil, installationID: String? = nil) throws -> [UInt8]
+    {
+        let session = try JWTSigner.sign(
+            claims: [
+                "sub": .string(caregiver.uuidString.lowercased()), "aud": .string("authenticated"),
+                "role": .string("authenticated"), "exp": .number(Date().timeIntervalSince1970 + 3600),
+            ],
+            using: .hmac(secret: Array(secret.utf8)))
+        let installation = installationID.map { #","installationId":"\#($0)""# } ?? ""
+        let device = token ?? "bench-startup-\(UUID().uuidString)"
+        let body = #"{"token":"\#(device)","platform":"ios","environment":"DEV"\#(installation)}"#
+        return Array(try BenchSeed.post("/api/push/register", bearer: session, body: body))
+    }
+
+    /// (a) Cold push-register through stdin until stdout's EOF against `c/register`, the same event for both.
+    func coldStdin(event: [UInt8], runs: Int) throws -> Pair {
+        try interleaved(runs: runs, ours: bootstrap("push-register"), floor: floor("register")) { executable in
+            let outcome = try Spawn.run(executable: executable, environment: environment, input: event)
+            try expect(outcome, status: 200, executable)
+            return outcome.milliseconds
+        }
+    }
+
+    /// (c) Empty stdin (push-register answers a 400 problem) against the trivial C program, dynamic and static.
+    func startupAlone(runs: Int, staticTrivial: String?) throws -> (dynamic: Pair, staticFloor: Pair?) {
+        let run = { (executable: String) throws -> Double in
+            let outcome = try Spawn.run(executable: executable, environment: environment, input: [])
+            if executable == bootstrap("push-register") { try expect(outcome, status: 400, executable) }
+            return outcome.milliseconds
+        }
+        let dynamic = try interleaved(runs: runs, ours: bootstrap("push-register"), floor: floor("trivial"), run)
+        let staticFloor = try staticTrivial.map {
+            try interleaved(runs: runs, ours: bootstrap("push-register"), floor: $0, run)
+        }
+        return (dynamic, staticFloor)
+    }
+
+    /// (b) As a Lambda custom runtime: process start → first response posted, a new process (and a new local
+    /// Runtime API connection) per run, the event waiting before the process starts.
+    func runtimeCold(event: [UInt8], runs: Int) throws -> Pair {
+        let api = try LocalRuntimeAPI(functionName: "push-register")
+        defer { api.stop() }
+        return try interleaved(runs: runs, ours: bootstrap("push-register"), floor: floor("runtime")) { executable in
+            let id = api.enqueue(event)
+            let process = try Spawn.start(
+                executable: executable, environment: environment.merging(["AWS_LAMBDA_RUNTIME_API": api.address]) { $1 }
+            )
+            let answer: LocalRuntimeAPI.Answer
+            do {
+                answer = try api.answer(id, timeout: .seconds(30))
+            } catch {
+                throw BenchmarkError("\(executable) as a runtime: \(error) — stderr: \(process.stop())")
+            }
+            process.stop()
+            try expect(answer, executable)
+            return benchMilliseconds(answer.posted - process.started)
+        }
+    }
+
+    /// Where a warm invocation's time goes: system calls and Runtime API connections per invocation, for each side.
+    struct WarmProfile {
+        let invocations: Int
+        /// Per side (ours, C): new connections to the Runtime API per invocation.
+        let connectionsPerInvocation: [Double]
+        /// Per side: `strace -c -f -p` calls per invocation by system call (empty when strace is not there).
+        let systemCalls: [[String: Double]]
+        /// Per side: resident KiB by mapping (`/proc/PID/smaps` after the warm invocations).
+        let residentByMapping: [[String: Int]]
+    }
+
+    /// Resident KiB of a running process by what is mapped: each file by name, a library without its version
+    /// (`libcrypto.so`: the bundled copy is named by soname, the system's by its full version), the executable as
+    /// `(the executable)`, `[heap]`, `[stack]` and `(anonymous)`.
+    static func residentByMapping(pid: pid_t, executable: String) -> [String: Int] {
+        // Read to EOF with read(2): procfs files report a size of 0, and Foundation's whole-file readers stop short.
+        let descriptor = open("/proc/\(pid)/smaps", O_RDONLY)
+        guard descriptor >= 0 else { return [:] }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        var totals: [String: Int] = [:]
+        var current = "(anonymous)"
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let first = fields.first else { continue }
+            if first.contains("-") && fields.count >= 5 {
+                let path = fields.count >= 6 ? fields[5...].joined(separator: " ") : ""
+                current =
+                    path.isEmpty
+                    ? "(anonymous)"
+                    : path == executable ? "(the executable)" : Self.mappingName(path)
+            } else if first == "Rss:", fields.count >= 2, let kilobytes = Int(fields[1]) {
+                totals[current, default: 0] += kilobytes
+            }
+        }
+        return totals
+    }
+
+    /// `/usr/lib/x86_64-linux-gnu/libgnutls.so.30.34.3` → `libgnutls.so`; `[heap]` stays.
+    static func mappingName(_ path: String) -> String {
+        guard path.hasPrefix("/"), let file = path.split(separator: "/").last else { return path }
+        guard let so = file.range(of: ".so") else { return String(file) }
+        return String(file[..<so.upperBound])
+    }
+
+    /// (b) Warm: one process each, one untimed (cold) invocation, then `invocations` in a row, the two runtimes
+    /// alternated event by event; each sample is event handed out → response posted. Then, untimed, `profiled`
+    /// more with `strace -c -f` attached to each process, and the Runtime API connections they opened.
+    func runtimeWarm(event: [UInt8], invocations: Int, profiled: Int) throws -> (Pair, WarmProfile) {
+        let executables = [bootstrap("push-register"), floor("runtime")]
+        let apis = try executables.map { _ in try LocalRuntimeAPI(functionName: "push-register") }
+        defer { apis.forEach { $0.stop() } }
+        let processes = try zip(executables, apis).map { executable, api in
+            try Spawn.start(
+                executable: executable, environment: environment.merging(["AWS_LAMBDA_RUNTIME_API": api.address]) { $1 }
+            )
+        }
+        defer { processes.forEach { $0.stop() } }
+        var samples: [[Double]] = [[], []]
+        func invoke(_ index: Int) throws -> LocalRuntimeAPI.Answer {
+            let answer = try apis[index].answer(apis[index].enqueue(event), timeout: .seconds(30))
+            try expect(answer, executables[index])
+            return answer
+        }
+        for round in -1..<invocations {
+            for index in 0..<2 {
+                let answer = try invoke(index)
+                if round >= 0 { samples[index].append(benchMilliseconds(answer.posted - answer.handedOut)) }
+            }
+        }
+        let pair = Pair(ours: median(samples[0]), floor: median(samples[1]), runs: invocations)
+        let resident = zip(processes, executables).map { process, executable in
+            Self.residentByMapping(
+                pid: process.pid, executable: URL(fileURLWithPath: executable).resolvingSymlinksInPath().path)
+        }
+
+        let strace = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        var tracers: [(Spawn.Running, String)] = []
+        if let strace {
+            for process in processes {
+                let output = NSTemporaryDirectory() + "bench-warm-strace-\(UUID().uuidString).txt"
+                let tracer = try Spawn.start(
+                    executable: strace, arguments: ["-c", "-f", "-o", output, "-p", String(process.pid)],
+                    environment: environment)
+                // strace says so on stderr once it has attached.
+                let deadline = ContinuousClock.now + .seconds(10)
+                while ContinuousClock.now < deadline,
+                    !((try? String(contentsOfFile: tracer.standardErrorFile, encoding: .utf8)) ?? "").contains(
+                        "attached")
+                {
+                    usleep(10_000)
+                }
+                tracers.append((tracer, output))
+            }
+        }
+        let connectionsBefore = apis.map(\.connectionsAccepted)
+        for _ in 0..<profiled {
+            for index in 0..<2 { _ = try invoke(index) }
+        }
+        let connections = zip(apis, connectionsBefore).map { Double($0.connectionsAccepted - $1) / Double(profiled) }
+        let systemCalls = tracers.map { tracer, output -> [String: Double] in
+            // SIGINT detaches strace, which then writes its summary.
+            tracer.stop(signal: SIGINT)
+            defer { unlink(output) }
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            var counts: [String: Double] = [:]
+            for line in text.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                // % time, seconds, usecs/call, calls, [errors], syscall
+                guard fields.count >= 5, let calls = Double(fields[3]), let name = fields.last else { continue }
+                counts[String(name)] = calls / Double(profiled)
+            }
+            return counts
+        }
+        return (
+            pair,
+            WarmProfile(
+                invocations: profiled, connectionsPerInvocation: connections, systemCalls: systemCalls,
+                residentByMapping: resident)
+        )
+    }
+
+    /// (d) Peak resident set (KiB, through `c/peak-rss`) of one invocation of each function, median of `runs`:
+    /// push-register with the register event (its whole work), push-sweep with `{}` (a CronJob's event), the rest
+    /// with a dose-record event (dose-record records it; the others refuse it). The floor: `c/register` with the
+    /// register event.
+    func peakResident(
+        registerEvent: [UInt8], doseEvent: [UInt8], runs: Int
+    ) throws -> (functions: [(function: String, kilobytes: Int)], floor: Int) {
+        func peak(_ executable: String, _ input: [UInt8]) throws -> Int {
+            Int(try usage(executable, input: input, runs: runs).peakResidentKilobytes)
+        }
+        let floorPeak = try peak(floor("register"), registerEvent)
+        let rows = try Self.functions.filter { $0 != "db-migrate" }.map { function in
+            let input =
+                switch function {
+                case "push-register": registerEvent
+                case "push-sweep": Array("{}".utf8)
+                default: doseEvent
+                }
+            return (function, try peak(bootstrap(function), input))
+        }
+        return (rows, floorPeak)
+    }
+
+    /// Medians of `runs` runs through `c/peak-rss`: peak resident set (KiB), CPU time in user space and in the
+    /// kernel (ms), minor page faults.
+    func usage(_ executable: String, input: [UInt8], runs: Int) throws -> (
+        peakResidentKilobytes: Double, userMilliseconds: Double, systemMilliseconds: Double, cpuMilliseconds: Double,
+        minorFaults: Double
+    ) {
+        let samples = try (0..<runs).map { _ in
+            let outcome = try Spawn.run(
+                executable: executable, environment: environment, input: input, peakResidentHelper: floor("peak-rss"))
+            guard let usage = outcome.usage else { throw BenchmarkError("peak-rss gave no figure for \(executable)") }
+            return usage
+        }
+        return (
+            median(samples.map { Double($0.peakResidentKilobytes) }),
+            median(samples.map { Double($0.userMicroseconds) / 1000 }),
+            median(samples.map { Double($0.systemMicroseconds) / 1000 }),
+            median(samples.map { Double($0.userMicroseconds + $0.systemMicroseconds) / 1000 }),
+            median(samples.map { Double($0.minorFaults) })
+        )
+    }
+
+    /// (e) Each function's `bootstrap`, everything its zip unpacks to, and the zip.
+    func sizes() -> [(function: String, binary: Int, unzipped: Int, zipped: Int)] {
+        Self.functions.compactMap { function in
+            let folder = lambdaDirectory.appendingPathComponent(function)
+            let zip = zipDirectory.appendingPathComponent("\(function).zip")
+            guard let binary = Self.fileSize(folder.appendingPathComponent("bootstrap").path),
+                let zipped = Self.fileSize(zip.path)
+            else { return nil }
+            var unzipped = 0
+            if let files = FileManager.default.enumerator(atPath: folder.path) {
+                for case let file as String in files {
+                    unzipped += Self.fileSize(folder.appendingPathComponent(file).path, regularOnly: true) ?? 0
+                }
+            }
+            return (function, binary, unzipped, zipped)
+        }
+    }
+
+    struct BySize {
+        let rows: [Int]
+        /// Cold push-register, median of `runs` per size.
+        let milliseconds: [Double]
+        let runs: Int
+        /// The register transaction in-process (``PushDeviceRegistry``), one connection per database, the sizes
+        /// alternated registration by registration; median of `registrations` per size.
+        let inProcessMilliseconds: [Double]
+        let registrations: Int
+    }
+
+    /// (f) Cold push-register at about 1k and about 1M rows in `push_devices`, alternated run by run: two databases
+    /// of the same cluster, made and migrated here, filled as the in-process table benchmark fills (then
+    /// `VACUUM ANALYZE` and a checkpoint, so no background work of the fill lands in a sample), dropped after.
+    /// Each run is a new caregiver and a new token with an installation id, as the in-process benchmark registers.
+    func coldRegisterBySize(runs: Int) throws -> BySize {
+        let admin = try PostgresConnection(url: databaseURL)
+        defer { admin.close() }
+        let names = ["bench_startup_1k", "bench_startup_1m"]
+        var urls: [String] = []
+        var rows: [Int] = []
+        for (name, target) in zip(names, [1_000, 1_000_000]) {
+            try admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name)"))
+            try admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+            let url = Self.url(databaseURL, database: name)
+            let connection = try PostgresConnection(url: url)
+            defer { connection.close() }
+            try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(
+                connection, logger: Logger(label: "bench"))
+            try DeviceTableBenchmark.fill(to: target, connection: connection)
+            try connection.query("VACUUM ANALYZE push_devices")
+            rows.append(try connection.query("SELECT count(*) FROM push_devices")[0].decode(Int.self, at: 0))
+            urls.append(url)
+        }
+        defer {
+            for name in names { _ = try? admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name)")) }
+        }
+        try admin.query("CHECKPOINT")
+        var samples: [[Double]] = [[], []]
+        for round in -1..<runs {
+            for (index, url) in urls.enumerated() {
+                let event = try registerEvent(installationID: "bench-cold-install-\(round)")
+                var environment = environment
+                environment["DATABASE_URL"] = url
+                let outcome = try Spawn.run(
+                    executable: bootstrap("push-register"), environment: environment, input: event)
+                try expect(outcome, status: 200, "push-register")
+                if round >= 0 { samples[index].append(outcome.milliseconds) }
+            }
+        }
+        let registrations = 200
+        let connections = try urls.map { try PostgresConnection(url: $0) }
+        defer { connections.forEach { $0.close() } }
+        var inProcess: [[Double]] = [[], []]
+        for index in -1..<registrations {
+            for (size, connection) in connections.enumerated() {
+                let start = ContinuousClock.now
+                _ = try PushDeviceRegistry(connection: connection).register(
+                    .init(
+                        token: "bench-register-\(UUID().uuidString)", platform: .ios, environment: .development,
+                        installationID: "bench-install-\(index)"),
+                    caregiverID: UUID())
+                if index >= 0 { inProcess[size].append(benchMilliseconds(ContinuousClock.now - start)) }
+            }
+        }
+        return BySize(
+            rows: rows, milliseconds: samples.map(median), runs: runs, inProcessMilliseconds: inProcess.map(median),
+            registrations: registrations)
+    }
+
+    /// `url` with its database (the last path segment) replaced.
+    static func url(_ url: String, database: String) -> String {
+        let base = url.split(separator: "?", maxSplits: 1)
+        let path = base[0]
+        let query = base.count > 1 ? "?" + base[1] : ""
+        guard let slash = path.lastIndex(of: "/") else { return url }
+        return path[...slash] + database + query
+    }
+
+    /// `scripts/bench-startup-profile.sh`'s markdown: libraries, the dynamic loader's statistics, system calls and
+    /// instruction counts of push-register against the C floors.
+    func profile(event: [UInt8]) throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("register-\(UUID().uuidString).json")
+        try Data(event).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let result = try ChildProcess.run(
+            executable: URL(fileURLWithPath: "scripts/bench-startup-profile.sh"),
+            arguments: [bootstrap("push-register"), floor("register"), floor("trivial"), file.path],
+            environment: environment, input: Data())
+        guard result.exitStatus == 0 else {
+            return "\nThe profile failed (exit \(result.exitStatus)): "
+                + String(decoding: result.standardError, as: UTF8.self).suffix(500) + "\n"
+        }
+        return String(decoding: result.standardOutput, as: UTF8.self)
+    }
+
+    /// Runs `ours` and `floor` alternately, one untimed round first, and gives the two medians.
+    private func interleaved(
+        runs: Int, ours: String, floor: String, _ measure: (String) throws -> Double
+    ) throws -> Pair {
+        var samples: [[Double]] = [[], []]
+        for round in -1..<runs {
+            for (index, executable) in [ours, floor].enumerated() {
+                let value = try measure(executable)
+                if round >= 0 { samples[index].append(value) }
+            }
+        }
+        return Pair(ours: median(samples[0]), floor: median(samples[1]), runs: runs)
+    }
+
+    private func expect(_ outcome: Spawn.Outcome, status: Int64, _ executable: String) throws {
+        guard outcome.exitStatus == 0, outcome.statusCode == status else {
+            throw BenchmarkError(
+                "\(executable) exited \(outcome.exitStatus) answering "
+                    + "\(outcome.statusCode.map(String.init) ?? "nothing")"
+                    + " (expected \(status)): \(String(decoding: outcome.standardError, as: UTF8.self).suffix(400))")
+        }
+    }
+
+    private func expect(_ answer: LocalRuntimeAPI.Answer, _ executable: String) throws {
+        let status = (try? JSONValue.parse(answer.body))?["statusCode"]?.integerValue
+        guard answer.kind == "response", status == 200 else {
+            throw BenchmarkError(
+                "\(executable) posted \(answer.kind) \(String(decoding: answer.body, as: UTF8.self).prefix(300))")
+        }
+    }
+
+    private static func fileSize(_ path: String, regularOnly: Bool = false) -> Int? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return nil }
+        if regularOnly, attributes[.type] as? FileAttributeType != .typeRegular { return nil }
+        return (attributes[.size] as? NSNumber)?.intValue
+    }
+}
+
+/// The markdown of the start-up section (issue 15), from `scripts/bench.sh`'s artifacts and floors:
+/// `BENCH_LAMBDA_DIRECTORY` (the unzipped zips), `BENCH_LAMBDA_ZIPS`, `BENCH_C_DIRECTORY` and the static
+/// `BENCH_TRIVIAL_BINARY`.
+func startupSection(databaseURL: String, environment: [String: String]) throws -> String {
+    guard let lambda = environment["BENCH_LAMBDA_DIRECTORY"], let zips = environment["BENCH_LAMBDA_ZIPS"],
+        let floors = environment["BENCH_C_DIRECTORY"]
+    else {
+        return
+            "\n## Start-up against C\n\nNot measured: scripts/bench.sh sets BENCH_LAMBDA_DIRECTORY, BENCH_LAMBDA_ZIPS "
+            + "and BENCH_C_DIRECTORY.\n"
+    }
+    let benchmark = StartupBenchmark(
+        lambdaDirectory: URL(fileURLWithPath: lambda), zipDirectory: URL(fileURLWithPath: zips),
+        floorDirectory: URL(fileURLWithPath: floors), databaseURL: databaseURL)
+    let runs = 40
+    let warmInvocations = 200
+    // The machine is shared: say how loaded it was when the section started.
+    let load =
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3)
+        .joined(separator: " ") ?? "?"
+    let started = Timestamp.rfc3339UTC(Date())
+    // One caregiver and one device token for every run of (a), (b) and (d): the same valid event for both sides.
+    let event = try benchmark.registerEvent(token: "bench-startup-device")
+    let cold = try benchmark.coldStdin(event: event, runs: runs)
+    let alone = try benchmark.startupAlone(runs: runs, staticTrivial: environment["BENCH_TRIVIAL_BINARY"])
+    let runtimeCold = try benchmark.runtimeCold(event: event, runs: runs)
+    let (runtimeWarm, warmProfile) = try benchmark.runtimeWarm(
+        event: event, invocations: warmInvocations, profiled: 50)
+    let seed = try PostgresConnection(url: databaseURL)
+    let home = try BenchSeed.household(devices: 0, connection: seed)
+    seed.close()
+    let doseBody = #"{"medicationId":"\#(home.medication.uuidString)","scheduledAt":"2026-01-05T08:00:00+09:00"}"#
+    let doseEvent = Array(try BenchSeed.post("/api/dose-records", bearer: home.session, body: doseBody))
+    let resident = try benchmark.peakResident(registerEvent: event, doseEvent: doseEvent, runs: 5)
+    let sizes = benchmark.sizes()
+
+    func goal(_ ratio: Double, _ limit: Double?) -> String {
+        guard let limit else { return "—" }
+        return String(format: "≤ %.1f: %@", limit, ratio <= limit ? "met" : "**missed**")
+    }
+    func row(_ name: String, _ pair: StartupBenchmark.Pair, _ unit: String, _ limit: Double?, _ how: String) -> String {
+        String(
+            format: "| %@ | %.2f %@ | %.2f %@ | **%.2f** | %@ | %@ |\n", name, pair.ours, unit, pair.floor, unit,
+            pair.ratio, goal(pair.ratio, limit), how)
+    }
+    var report = """
+
+        ## Start-up against C (issue 15)
+
+        Made by `make bench`; this section alone: `make bench-startup` (`BENCH_ONLY=startup
+        BENCH_OUTPUT=bench-out/startup.md scripts/bench.sh`). This run started at \(started), \(ProcessInfo.processInfo
+        .activeProcessorCount) cores, load average \(load) (1, 5, 15 min).
+        **Ours** is what `make release` ships: `scripts/bench.sh` runs `scripts/release.sh` (release builds with
+        `--static-swift-stdlib` and its link flags), unzips each `dist/lambda/<function>.zip` into
+        `.build/bench-lambda/<function>/` and runs that `bootstrap`, which loads the libraries bundled in its `lib/`.
+        **The floors** are C programs in `Tests/Benchmarks/c`, built by `scripts/bench.sh` with `cc -O2`, linked
+        dynamically against the system's libpq and libcurl: `c/trivial` (reads stdin, prints a tiny JSON),
+        `c/register` (reads the event, connects with `DATABASE_URL`, runs the register upsert
+        `INSERT … ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE … RETURNING id` once, prints the
+        response, closes stdout), `c/runtime` (the same as a Lambda custom runtime over libcurl:
+        `GET …/invocation/next`, the upsert on a connection opened at first use and kept,
+        `POST …/invocation/{id}/response`, loop). One harness for both sides (`Spawn`: `posix_spawn` with the event
+        already in the stdin pipe, start → stdout's EOF); the two sides alternate run by run after one untimed round;
+        medians. The event: one caregiver with a valid HS256 session registering one device token (`ios`, `DEV`),
+        the same bytes for both sides in every run. The Runtime API is served by the bench process itself
+        (`LocalRuntimeAPI`: `GET next` blocks until an event exists and returns it with
+        `Lambda-Runtime-Aws-Request-Id`, `-Deadline-Ms`, `-Invoked-Function-Arn` and `-Trace-Id`; a response `POST`
+        gets 202), push-register looping on it because `AWS_LAMBDA_RUNTIME_API` is set (`FunctionHost`).
+
+        | figure | push-register | C floor | ours ÷ C | goal | measured |
+        |---|---:|---:|---:|---|---|
+
+        """
+    report += row(
+        "cold register: start → stdout EOF", cold, "ms", 1.2,
+        "\(runs) runs each: `bootstrap < event` against `c/register < event`")
+    report += row(
+        "Lambda runtime, cold: process start → first response posted", runtimeCold, "ms", 1.2,
+        "\(runs) new processes each, the event queued before the start; against `c/runtime`")
+    report += row(
+        "Lambda runtime, warm: event handed out → response posted", runtimeWarm, "ms", 1.5,
+        "one process each, \(warmInvocations) invocations in a row, the two alternated; against `c/runtime`")
+    report += row(
+        "start-up alone: empty stdin → response (ours: a 400 problem)", alone.dynamic, "ms", nil,
+        "\(runs) runs each, against `c/trivial` (dynamic)")
+    if let staticFloor = alone.staticFloor {
+        report += row(
+            "start-up alone, against a static trivial C program", staticFloor, "ms", nil,
+            "\(runs) runs each, against `c/trivial` built with `-static`")
+    }
+    if let register = resident.functions.first(where: { $0.function == "push-register" }) {
+        let pair = StartupBenchmark.Pair(
+            ours: Double(register.kilobytes) / 1024, floor: Double(resident.floor) / 1024, runs: 5)
+        report += row(
+            "peak resident set of one registration", pair, "MiB", 1.5,
+            "`c/peak-rss` (fork, exec, `wait4`'s `ru_maxrss`), median of 5 each, the register event; against "
+                + "`c/register`")
+    }
+    report += """
+
+        **Peak resident set of each function** (one invocation through `c/peak-rss`: fork, exec, `wait4`'s
+        `ru_maxrss`; median of 5): push-register with the register event, push-sweep with `{}` (a CronJob's event),
+        the others with a valid dose-record event (dose-record records it, the others refuse it). Floor:
+        `c/register` with the register event, \(String(format: "%.1f", Double(resident.floor) / 1024)) MiB.
+        Goal: ≤ 1.5 ×.
+
+        | function | peak RSS MiB | × c/register | goal ≤ 1.5 |
+        |---|---:|---:|---|
+
+        """
+    for (function, kilobytes) in resident.functions {
+        let ratio = Double(kilobytes) / Double(resident.floor)
+        report += String(
+            format: "| %@ | %.1f | %.2f | %@ |\n", function, Double(kilobytes) / 1024, ratio,
+            ratio <= 1.5 ? "met" : "**missed**")
+    }
+    report += """
+
+        **Sizes of what ships** (`scripts/release.sh`'s `dist/lambda/<function>.zip`, made in this run; unzipped:
+        `bootstrap` plus the bundled `lib/`).
+
+        | function | bootstrap MB | unzipped MB | zip MB |
+        |---|---:|---:|---:|
+
+        """
+    for size in sizes {
+        report += String(
+            format: "| %@ | %.1f | %.1f | %.1f |\n", size.function, Double(size.binary) / 1e6,
+            Double(size.unzipped) / 1e6, Double(size.zipped) / 1e6)
+    }
+    let usageRows = [
+        ("push-register, empty stdin", benchmark.bootstrap("push-register"), [UInt8]()),
+        ("c/trivial, empty stdin", benchmark.floor("trivial"), []),
+        ("push-register, register event", benchmark.bootstrap("push-register"), event),
+        ("c/register, register event", benchmark.floor("register"), event),
+    ]
+    report += """
+
+        ### Where the time goes
+
+        **CPU and page faults per invocation** (`c/peak-rss`: `wait4`'s rusage, median of 9 each): CPU time in user
+        space and in the kernel together (the total is exact; the kernel splits it between the two by 4 ms tick
+        sampling, too coarse for runs this short). What the wall time has beyond the CPU is waiting (PostgreSQL's
+        answers, the harness).
+
+        | run | CPU ms (user + kernel) | minor page faults | peak RSS MiB |
+        |---|---:|---:|---:|
+
+        """
+    for (name, executable, input) in usageRows {
+        let usage = try benchmark.usage(executable, input: input, runs: 9)
+        report += String(
+            format: "| %@ | %.2f | %.0f | %.1f |\n", name, usage.cpuMilliseconds, usage.minorFaults,
+            usage.peakResidentKilobytes / 1024)
+    }
+    report += try benchmark.profile(event: event)
+    report += String(
+        format: """
+
+            **A warm invocation, system call by system call**: %d more invocations of each runtime after the timed
+            ones, untimed, with `strace -c -f -p` attached to each process; calls per invocation (the twelve
+            push-register makes most often, and the total), and new TCP connections to the Runtime API per invocation
+            (the bench's own count): ours %.2f, `c/runtime` %.2f.
+
+            | system call | push-register per invocation | c/runtime per invocation |
+            |---|---:|---:|
+
+            """, warmProfile.invocations, warmProfile.connectionsPerInvocation[0],
+        warmProfile.connectionsPerInvocation[1])
+    if warmProfile.systemCalls.count == 2 {
+        let (ours, floor) = (warmProfile.systemCalls[0], warmProfile.systemCalls[1])
+        for (name, calls) in ours.filter({ $0.key != "total" }).sorted(by: { $0.value > $1.value }).prefix(12) {
+            report += String(format: "| %@ | %.1f | %.1f |\n", name, calls, floor[name] ?? 0)
+        }
+        report += String(format: "| **total** | **%.1f** | **%.1f** |\n", ours["total"] ?? 0, floor["total"] ?? 0)
+    } else {
+        report += "| strace is not installed | | |\n"
+    }
+    let (oursResident, floorResident) = (warmProfile.residentByMapping[0], warmProfile.residentByMapping[1])
+    report += String(
+        format: """
+
+            **Resident memory by mapping** of the two warm runtimes after their %d timed invocations
+            (`/proc/PID/smaps`, `Rss` summed by what is mapped; the ten largest of push-register's): total %.1f MiB
+            against %.1f MiB.
+
+            | mapping | push-register MiB | c/runtime MiB |
+            |---|---:|---:|
+
+            """, warmInvocations, Double(oursResident.values.reduce(0, +)) / 1024,
+        Double(floorResident.values.reduce(0, +)) / 1024)
+    for (name, kilobytes) in oursResident.sorted(by: { $0.value > $1.value }).prefix(10) {
+        report += String(
+            format: "| %@ | %.2f | %.2f |\n", name, Double(kilobytes) / 1024, Double(floorResident[name] ?? 0) / 1024)
+    }
+    return report
+}
+
+/// The device-table section: in-process register at ~1k and ~1M rows and, when measured, the cold executable.
+func deviceTableSection(
+    _ table: (results: [DeviceTableBenchmark.Result], plans: [(query: String, plan: String)]),
+    cold: StartupBenchmark.BySize?
+) -> String {
+    var report = """
+
+        ## push-register as push_devices grows
+
+        The register transaction (advisory lock, upsert, installation rotation, hand-over) in-process, median of 200
+        registrations, with the table at about 1k rows and at about 1M rows. Ratio: against the 1k run. Goal: ≤ 1.1.
+
+        | rows in push_devices | median ms | × 1k |
+        |---:|---:|---:|
+
+        """
+    for result in table.results {
+        report += String(
+            format: "| %d | %.2f | %.2f |\n", result.rows, result.medianMilliseconds,
+            result.medianMilliseconds / table.results[0].medianMilliseconds)
+    }
+    if let cold, cold.milliseconds.count == 2 {
+        report += String(
+            format: """
+
+                **The same, interleaved, and through the shipped executable**: two databases of the same cluster made
+                for it (migrated, filled like the table above, `VACUUM ANALYZE`, a checkpoint), the sizes alternated run
+                by run so that the machine's other load falls on both alike. In-process: the same transaction, one
+                connection per database, median of %d each. Cold: push-register (`dist/lambda` `bootstrap`) through
+                stdin to stdout's EOF (the start-up section's harness), each run a new caregiver and token with an
+                installation id, median of %d each. Goal: ≤ 1.1.
+
+                | rows in push_devices | in-process median ms | × 1k | cold median ms | × 1k |
+                |---:|---:|---:|---:|---:|
+                | %d | %.2f | 1.00 | %.2f | 1.00 |
+                | %d | %.2f | **%.2f** | %.2f | **%.2f** |
+
+                """, cold.registrations, cold.runs, cold.rows[0], cold.inProcessMilliseconds[0], cold.milliseconds[0],
+            cold.rows[1], cold.inProcessMilliseconds[1], cold.inProcessMilliseconds[1] / cold.inProcessMilliseconds[0],
+            cold.milliseconds[1], cold.milliseconds[1] / cold.milliseconds[0])
+    }
+    let sequentialScans = table.plans.filter { $0.plan.contains("Seq Scan on push_devices") }.count
+    report += "\nPlans at 1M rows (sequential scans of push_devices: \(sequentialScans)):\n"
+    for (query, plan) in table.plans {
+        report += "\n\(query):\n\n```\n\(plan)\n```\n"
+    }
+    return report
+}
+
+/// The cold measurement at two table sizes, when scripts/bench.sh has made the artifacts and floors.
+func coldRegisterBySize(databaseURL: String, environment: [String: String]) throws -> StartupBenchmark.BySize? {
+    guard let lambda = environment["BENCH_LAMBDA_DIRECTORY"], let zips = environment["BENCH_LAMBDA_ZIPS"],
+        let floors = environment["BENCH_C_DIRECTORY"]
+    else { return nil }
+    return try StartupBenchmark(
+        lambdaDirectory: URL(fileURLWithPath: lambda), zipDirectory: URL(fileURLWithPath: zips),
+        floorDirectory: URL(fileURLWithPath: floors), databaseURL: databaseURL
+    ).coldRegisterBySize(runs: 30)
+}
