@@ -1,3 +1,4 @@
+import Codecs
 import CaregiverPush
 import Foundation
 

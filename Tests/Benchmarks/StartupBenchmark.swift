@@ -1,3 +1,8 @@
+import Codecs
+import JOSE
+import Libpq
+import Migrations
+import FunctionHostKit
 import CaregiverPush
 import Foundation
 import Logging
