@@ -60,13 +60,15 @@ let package = Package(
         // The layers, bottom to top (docs/architecture.md). Each target names only what it uses; none re-exports another.
         // Functions link Codecs … CaregiverPush, all on FoundationEssentials; FunctionHostKit and Migrations are above.
         .target(name: "Codecs", path: "Shared/Codecs", swiftSettings: strict),
-        .target(name: "Libpq", dependencies: ["CLibpq", "Codecs", logging], path: "Shared/Libpq", swiftSettings: strict),
+        .target(
+            name: "Libpq", dependencies: ["CLibpq", "Codecs", logging], path: "Shared/Libpq", swiftSettings: strict),
         .target(name: "Curl", dependencies: ["CCurl", "Codecs"], path: "Shared/Curl", swiftSettings: strict),
         .target(
             name: "OpenSSLCrypto", dependencies: ["COpenSSL", "Codecs"], path: "Shared/OpenSSLCrypto",
             swiftSettings: strict),
         .target(
-            name: "JOSE", dependencies: ["Codecs", "OpenSSLCrypto", logging], path: "Shared/JOSE", swiftSettings: strict),
+            name: "JOSE", dependencies: ["Codecs", "OpenSSLCrypto", logging], path: "Shared/JOSE", swiftSettings: strict
+        ),
         .target(
             name: "FunctionRuntime", dependencies: ["Codecs", "Curl", logging], path: "Shared/FunctionRuntime",
             swiftSettings: strict),

@@ -23,7 +23,8 @@ extension PublicKey {
         guard let type = jwk["kty"]?.stringValue else { throw CryptoError(.invalidKey, operation: "JWK kty") }
         switch type {
         case "RSA":
-            try self.init(rsaModulus: try Self.base64URLMember("n", of: jwk), exponent: Self.base64URLMember("e", of: jwk))
+            try self.init(
+                rsaModulus: try Self.base64URLMember("n", of: jwk), exponent: Self.base64URLMember("e", of: jwk))
         case "EC":
             try Self.requireCurve("P-256", of: jwk)
             try self.init(p256X: try Self.base64URLMember("x", of: jwk), y: Self.base64URLMember("y", of: jwk))

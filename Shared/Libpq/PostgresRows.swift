@@ -57,7 +57,9 @@ public struct PostgresRow: Sendable {
     }
 
     /// Decodes the leading columns as a tuple: `let (id, enabled) = try row.decode((UUID, Bool).self)`.
-    public func decode<each T: PostgresDecodable>(_ types: (repeat each T).Type) throws(PostgresError) -> (repeat each T) {
+    public func decode<each T: PostgresDecodable>(_ types: (repeat each T).Type) throws(PostgresError) -> (
+        repeat each T
+    ) {
         var index = 0
         func next<V: PostgresDecodable>(_ type: V.Type) throws(PostgresError) -> V {
             defer { index += 1 }

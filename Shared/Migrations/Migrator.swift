@@ -23,7 +23,9 @@ public struct Migrator: Sendable {
     /// Reads the migrations of a directory.
     /// - Throws: when the directory cannot be read or a file name is not `NNNNNN_name.up.sql`.
     public init(directory: URL) throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".up.sql") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.hasSuffix(".up.sql")
+        }
         var migrations: [Migration] = []
         for fileName in names.sorted() {
             let stem = fileName.dropLast(".up.sql".count)
@@ -49,11 +51,16 @@ public struct Migrator: Sendable {
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
-            let applied = Set(try connection.query("SELECT version FROM schema_migrations").map { try $0.decode(String.self, at: 0) })
+            let applied = Set(
+                try connection.query("SELECT version FROM schema_migrations").map { try $0.decode(String.self, at: 0) })
             var newlyApplied: [String] = []
             for migration in migrations where !applied.contains(migration.version) {
-                logger.info("applying migration", metadata: ["migration.version": .string(migration.version),
-                                                             "migration.name": .string(migration.name)])
+                logger.info(
+                    "applying migration",
+                    metadata: [
+                        "migration.version": .string(migration.version),
+                        "migration.name": .string(migration.name),
+                    ])
                 try connection.executeScript(PostgresQuery(unsafeSQL: migration.sql))
                 try connection.query(
                     "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))")

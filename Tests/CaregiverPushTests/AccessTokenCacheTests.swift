@@ -22,11 +22,13 @@ struct AccessTokenCacheTests {
             let first = try Self.provider(fake).accessToken(connection: connection, logger: logger)
             #expect(try fake.mints == 1)
             try connection.query(
-                "UPDATE fcm_access_tokens SET expires_at = now() + interval '30 minutes' WHERE client_email = \(fake.clientEmail)")
+                "UPDATE fcm_access_tokens SET expires_at = now() + interval '30 minutes' WHERE client_email = \(fake.clientEmail)"
+            )
             #expect(try Self.provider(fake).accessToken(connection: connection, logger: logger) == first)
             #expect(try fake.mints == 1)
             try connection.query(
-                "UPDATE fcm_access_tokens SET expires_at = now() + interval '4 minutes' WHERE client_email = \(fake.clientEmail)")
+                "UPDATE fcm_access_tokens SET expires_at = now() + interval '4 minutes' WHERE client_email = \(fake.clientEmail)"
+            )
             let second = try Self.provider(fake).accessToken(connection: connection, logger: logger)
             #expect(second != first)
             #expect(try fake.mints == 2)
@@ -83,7 +85,9 @@ struct FCMEmulatorTargetTests {
                 method: "POST", url: fake.baseURL + "/v1/projects/demo-project/messages:send",
                 headers: [("Authorization", "Bearer \(accessToken)"), ("Content-Type", "application/json")],
                 body: Array(json(["message": .object(message)]).utf8))
-            guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000) else { return nil }
+            guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000) else {
+                return nil
+            }
             return response.status
         }
         let token = makeDeviceToken()

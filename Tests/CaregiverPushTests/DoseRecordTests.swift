@@ -29,9 +29,12 @@ struct DoseRecordTests {
         invoke(DoseRecord(), event: makeEvent(path: "/api/dose-records", bearer: bearer, body: json(body)))
     }
 
-    static func body(_ fixture: Fixture, time: String = "08:00", takenAt: String? = nil, patient: UUID? = nil) -> [String: JSONValue] {
+    static func body(_ fixture: Fixture, time: String = "08:00", takenAt: String? = nil, patient: UUID? = nil)
+        -> [String: JSONValue]
+    {
         var body: [String: JSONValue] = [
-            "medicationId": .string(fixture.medication.uuidString), "scheduledAt": .string(TokyoDay.instant(fixture.date, time)),
+            "medicationId": .string(fixture.medication.uuidString),
+            "scheduledAt": .string(TokyoDay.instant(fixture.date, time)),
         ]
         if let takenAt { body["takenAt"] = .string(takenAt) }
         if let patient { body["patientId"] = .string(patient.uuidString) }
@@ -41,19 +44,25 @@ struct DoseRecordTests {
     @Test("a patient records its own scheduled dose: 200 with the record and updatedCount 1")
     func patientRecords() throws {
         let fixture = try Self.fixture()
-        let result = Self.record(fixture.patientToken, Self.body(fixture, takenAt: TokyoDay.instant(fixture.date, "08:30")))
+        let result = Self.record(
+            fixture.patientToken, Self.body(fixture, takenAt: TokyoDay.instant(fixture.date, "08:30")))
         #expect(result.status == 200)
         let record = try #require(result.json?["record"])
         #expect(result.json?["updatedCount"] == .number(1))
         #expect(record["patientId"] == .string(fixture.patient.uuidString.lowercased()))
         #expect(record["medicationId"] == .string(fixture.medication.uuidString.lowercased()))
-        #expect(record["scheduledAt"] == .string(Timestamp.rfc3339UTC(try #require(Timestamp.parseRFC3339(TokyoDay.instant(fixture.date, "08:00"))))))
+        #expect(
+            record["scheduledAt"]
+                == .string(
+                    Timestamp.rfc3339UTC(try #require(Timestamp.parseRFC3339(TokyoDay.instant(fixture.date, "08:00")))))
+        )
         #expect(record["date"] == .string(fixture.date))
         #expect(record["slot"] == .string("morning"))
         #expect(record["withinTime"] == .bool(true))
         #expect(record["recordingGroupId"] == .null)
         let stored = try TestDatabase.with {
-            try $0.query("SELECT recorded_by_role, recorded_by_id FROM dose_records WHERE patient_id = \(fixture.patient)")
+            try $0.query(
+                "SELECT recorded_by_role, recorded_by_id FROM dose_records WHERE patient_id = \(fixture.patient)")
         }
         let row = try #require(stored.single)
         #expect(try row.decode((String, UUID).self) == ("PATIENT", fixture.patient))
@@ -63,12 +72,15 @@ struct DoseRecordTests {
     func repeatIsIdempotent() throws {
         let fixture = try Self.fixture()
         let first = Self.record(fixture.patientToken, Self.body(fixture))
-        let second = Self.record(fixture.patientToken, Self.body(fixture, takenAt: TokyoDay.instant(fixture.date, "09:59")))
+        let second = Self.record(
+            fixture.patientToken, Self.body(fixture, takenAt: TokyoDay.instant(fixture.date, "09:59")))
         #expect(first.json?["updatedCount"] == .number(1))
         #expect(second.status == 200 && second.json?["updatedCount"] == .number(0))
         #expect(second.json?["record"]?["id"] == first.json?["record"]?["id"])
         #expect(second.json?["record"]?["takenAt"] == first.json?["record"]?["takenAt"])
-        #expect(try TestDatabase.with { try $0.query("SELECT 1 FROM dose_records WHERE patient_id = \(fixture.patient)") }.count == 1)
+        #expect(
+            try TestDatabase.with { try $0.query("SELECT 1 FROM dose_records WHERE patient_id = \(fixture.patient)") }
+                .count == 1)
     }
 
     @Test(
@@ -86,9 +98,12 @@ struct DoseRecordTests {
         let fixture = try Self.fixture()
         let result = Self.record(try caregiverToken(fixture.caregiver), Self.body(fixture, patient: fixture.patient))
         #expect(result.status == 200)
-        let stored = try #require(try TestDatabase.with {
-            try $0.query("SELECT recorded_by_role, recorded_by_id FROM dose_records WHERE patient_id = \(fixture.patient)").single
-        })
+        let stored = try #require(
+            try TestDatabase.with {
+                try $0.query(
+                    "SELECT recorded_by_role, recorded_by_id FROM dose_records WHERE patient_id = \(fixture.patient)"
+                ).single
+            })
         #expect(try stored.decode((String, UUID).self) == ("CAREGIVER", fixture.caregiver))
     }
 
@@ -102,13 +117,18 @@ struct DoseRecordTests {
             return (try Seed.session(connection, patient: other), revoked)
         }
         #expect(Self.record(try caregiverToken(UUID()), Self.body(fixture, patient: fixture.patient)).status == 404)
-        #expect(Self.record(try caregiverToken(revokedCaregiver), Self.body(fixture, patient: fixture.patient)).status == 404)
+        #expect(
+            Self.record(try caregiverToken(revokedCaregiver), Self.body(fixture, patient: fixture.patient)).status
+                == 404)
         #expect(Self.record(otherPatientToken, Self.body(fixture, patient: fixture.patient)).status == 404)
-        #expect(Self.record(otherPatientToken, Self.body(fixture)).status == 404)  // its own patient has no such medication
+        // Its own patient has no such medication.
+        #expect(Self.record(otherPatientToken, Self.body(fixture)).status == 404)
         let anonymous = invoke(DoseRecord(), event: makeEvent(bearer: nil, body: json(Self.body(fixture))))
         #expect(anonymous.status == 401)
         #expect(Self.record(fixture.patientToken, Self.body(fixture, patient: fixture.patient)).status == 200)
-        #expect(try TestDatabase.with { try $0.query("SELECT 1 FROM dose_records WHERE patient_id = \(fixture.patient)") }.count == 1)
+        #expect(
+            try TestDatabase.with { try $0.query("SELECT 1 FROM dose_records WHERE patient_id = \(fixture.patient)") }
+                .count == 1)
     }
 
     @Test("a caregiver must name the patient")
@@ -139,10 +159,16 @@ struct DoseRecordTests {
     @Test("scheduledAt must be a schedule time on a date the medication is active, not after today in Tokyo")
     func scheduleChecks() throws {
         let fixture = try Self.fixture()
-        #expect(fieldErrors(Self.record(fixture.patientToken, Self.body(fixture, time: "08:01"))) == ["scheduledAt": "scheduledAt is not a scheduled time of this medication"])
+        #expect(
+            fieldErrors(Self.record(fixture.patientToken, Self.body(fixture, time: "08:01"))) == [
+                "scheduledAt": "scheduledAt is not a scheduled time of this medication"
+            ])
         var tomorrow = Self.body(fixture)
         tomorrow["scheduledAt"] = .string(TokyoDay.instant(TokyoDay.offset(2), "08:00"))
-        #expect(fieldErrors(Self.record(fixture.patientToken, tomorrow)) == ["scheduledAt": "scheduledAt may not be on a date after today (Asia/Tokyo)"])
+        #expect(
+            fieldErrors(Self.record(fixture.patientToken, tomorrow)) == [
+                "scheduledAt": "scheduledAt may not be on a date after today (Asia/Tokyo)"
+            ])
         let (late, archived) = try TestDatabase.with { connection in
             (
                 try Seed.medication(connection, patient: fixture.patient, times: ["08:00"], start: TokyoDay.offset(0)),
@@ -152,22 +178,33 @@ struct DoseRecordTests {
         for medication in [late, archived] {
             var body = Self.body(fixture)
             body["medicationId"] = .string(medication.uuidString)
-            #expect(fieldErrors(Self.record(fixture.patientToken, body)) == ["scheduledAt": "the medication is not active on the date of scheduledAt"])
+            #expect(
+                fieldErrors(Self.record(fixture.patientToken, body)) == [
+                    "scheduledAt": "the medication is not active on the date of scheduledAt"
+                ])
         }
-        #expect(try TestDatabase.with { try $0.query("SELECT 1 FROM dose_records WHERE patient_id = \(fixture.patient)") }.isEmpty)
+        #expect(
+            try TestDatabase.with { try $0.query("SELECT 1 FROM dose_records WHERE patient_id = \(fixture.patient)") }
+                .isEmpty)
     }
 
     @Test("field validation: UUIDs, RFC 3339 with an offset, takenAt at most 5 minutes ahead")
     func fieldValidation() throws {
         let fixture = try Self.fixture()
         let token = fixture.patientToken
-        #expect(fieldErrors(Self.record(token, [:])) == ["medicationId": "medicationId is required", "scheduledAt": "scheduledAt is required"])
+        #expect(
+            fieldErrors(Self.record(token, [:])) == [
+                "medicationId": "medicationId is required", "scheduledAt": "scheduledAt is required",
+            ])
         var body = Self.body(fixture)
         body["medicationId"] = .string("not-a-uuid")
         body["scheduledAt"] = .string("\(fixture.date)T08:00:00")
         #expect(fieldErrors(Self.record(token, body)).keys.sorted() == ["medicationId", "scheduledAt"])
         let future = Timestamp.rfc3339UTC(Date().addingTimeInterval(6 * 60))
-        #expect(fieldErrors(Self.record(token, Self.body(fixture, takenAt: future))) == ["takenAt": "takenAt may not be more than 5 minutes in the future"])
+        #expect(
+            fieldErrors(Self.record(token, Self.body(fixture, takenAt: future))) == [
+                "takenAt": "takenAt may not be more than 5 minutes in the future"
+            ])
         let soon = Timestamp.rfc3339UTC(Date().addingTimeInterval(4 * 60))
         #expect(Self.record(token, Self.body(fixture, takenAt: soon)).status == 200)
     }

@@ -40,7 +40,8 @@ struct DoseRulesTests {
     func scheduledInstant() throws {
         let date = try #require(LocalDate("2026-02-11"))
         #expect(DoseRules.scheduledInstant(date: date, minuteOfDay: 8 * 60) == Self.instant("2026-02-10T23:00:00Z"))
-        #expect(DoseRules.scheduledInstant(date: date, minuteOfDay: 2 * 60) == Self.instant("2026-02-11T02:00:00+09:00"))
+        #expect(
+            DoseRules.scheduledInstant(date: date, minuteOfDay: 2 * 60) == Self.instant("2026-02-11T02:00:00+09:00"))
     }
 
     @Test("dates are strict YYYY-MM-DD; the future is after today's Tokyo date")

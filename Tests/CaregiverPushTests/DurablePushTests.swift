@@ -46,7 +46,8 @@ struct DurablePushTests {
             let patient = try Seed.patient(connection, displayName: "高橋")
             let caregiver = UUID()
             try Seed.link(connection, caregiver: caregiver, patient: patient)
-            let tokens = (0..<devices).map { index in makeDeviceToken() + (index < markers.count ? markers[index] : "") }
+            let tokens = (0..<devices).map { index in makeDeviceToken() + (index < markers.count ? markers[index] : "")
+            }
             for token in tokens { try PushDispatchTests.register(token, caregiver: caregiver, connection: connection) }
             return Home(
                 database: database, patient: patient, patientToken: try Seed.session(connection, patient: patient),

@@ -8,7 +8,9 @@ import Testing
 struct EnvelopeTests {
     let validBody = json(["token": .string("tok"), "platform": .string("ios"), "environment": .string("DEV")])
 
-    func expectProblem(_ result: Invocation, status: Int, type: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectProblem(
+        _ result: Invocation, status: Int, type: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         #expect(result.status == status, sourceLocation: sourceLocation)
         #expect(result.response.headers["content-type"] == "application/problem+json", sourceLocation: sourceLocation)
         #expect(result.json?["status"] == .number(Double(status)), sourceLocation: sourceLocation)
@@ -31,7 +33,9 @@ struct EnvelopeTests {
 
     @Test("an expired caregiver token, or one signed with another secret, is 401")
     func rejectedCaregiverTokens() throws {
-        for token in [try caregiverToken(UUID(), expiresIn: -120), try caregiverToken(UUID(), secret: "another-secret")] {
+        for token in [
+            try caregiverToken(UUID(), expiresIn: -120), try caregiverToken(UUID(), secret: "another-secret"),
+        ] {
             let result = invoke(PushRegister(), event: makeEvent(bearer: token, body: validBody))
             expectProblem(result, status: 401, type: "/problems/unauthorized")
             #expect(!result.log.contains(token))
@@ -68,19 +72,24 @@ struct EnvelopeTests {
         expectProblem(result, status: 400, type: "/problems/bad-request")
     }
 
-    @Test("a body that is not declared JSON is 415", arguments: [nil, "text/plain", "application/x-www-form-urlencoded"])
+    @Test(
+        "a body that is not declared JSON is 415", arguments: [nil, "text/plain", "application/x-www-form-urlencoded"])
     func unsupportedMediaType(contentType: String?) throws {
         let result = invoke(
-            PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: validBody, contentType: contentType))
+            PushRegister(),
+            event: makeEvent(bearer: try caregiverToken(UUID()), body: validBody, contentType: contentType))
         expectProblem(result, status: 415, type: "/problems/unsupported-media-type")
     }
 
     @Test("application/json with a charset parameter is accepted")
     func contentTypeWithParameters() throws {
-        let body = json(["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")])
+        let body = json([
+            "token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV"),
+        ])
         let result = invoke(
             PushRegister(),
-            event: makeEvent(bearer: try caregiverToken(UUID()), body: body, contentType: "Application/JSON; charset=utf-8"))
+            event: makeEvent(
+                bearer: try caregiverToken(UUID()), body: body, contentType: "Application/JSON; charset=utf-8"))
         #expect(result.status == 200)
     }
 
@@ -103,7 +112,8 @@ struct EnvelopeTests {
     func base64Body() throws {
         let token = makeDeviceToken()
         let body = json(["token": .string(token), "platform": .string("ios"), "environment": .string("DEV")])
-        let result = invoke(PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body, base64: true))
+        let result = invoke(
+            PushRegister(), event: makeEvent(bearer: try caregiverToken(UUID()), body: body, base64: true))
         #expect(result.status == 200)
         #expect(try TestDatabase.with { try Seed.devices($0, token: token) }.count == 1)
     }
@@ -160,7 +170,9 @@ struct EnvelopeTests {
         let unreachable = "postgresql://postgres:hunter2@127.0.0.1:1/caregiver_push?connect_timeout=2"
         let result = invoke(
             PushRegister(),
-            event: makeEvent(bearer: try caregiverToken(UUID()), body: json(["token": .string("t"), "platform": .string("ios"), "environment": .string("DEV")])),
+            event: makeEvent(
+                bearer: try caregiverToken(UUID()),
+                body: json(["token": .string("t"), "platform": .string("ios"), "environment": .string("DEV")])),
             environment: testEnvironment(["DATABASE_URL": unreachable]))
         expectProblem(result, status: 503, type: "/problems/unavailable")
         #expect(result.response.headers["retry-after"] == "5")

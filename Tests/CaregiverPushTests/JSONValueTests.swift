@@ -6,7 +6,8 @@ import Testing
 struct JSONValueTests {
     @Test("parses every kind of value")
     func parsesValues() throws {
-        let value = try JSONValue.parse(#" {"a": [1, -2.5e1, true, false, null], "b": {"c": "d\n\u00e9\ud83d\ude00"}} "#)
+        let value = try JSONValue.parse(
+            #" {"a": [1, -2.5e1, true, false, null], "b": {"c": "d\n\u00e9\ud83d\ude00"}} "#)
         #expect(value["a"] == .array([.number(1), .number(-25), .bool(true), .bool(false), .null]))
         #expect(value["b"]?["c"] == .string("d\né😀"))
     }

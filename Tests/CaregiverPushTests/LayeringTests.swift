@@ -35,17 +35,21 @@ struct LayeringTests {
     func noFoundationImport() throws {
         let root = TestDatabase.repositoryRoot
         let folders = [
-            "Shared/Codecs", "Shared/Libpq", "Shared/Curl", "Shared/OpenSSLCrypto", "Shared/JOSE", "Shared/FunctionRuntime",
+            "Shared/Codecs", "Shared/Libpq", "Shared/Curl", "Shared/OpenSSLCrypto", "Shared/JOSE",
+            "Shared/FunctionRuntime",
             "Shared/CaregiverPush", "Shared/Migrations", "Functions", "Client/PushPayloadContract",
         ]
         var checked = 0
         for folder in folders {
             let directory = root.appendingPathComponent(folder)
-            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
+            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap {
+                $0 as? String
+            }
             for file in files where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
                 checked += 1
-                for line in text.split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
+                for line in text.split(separator: "\n")
+                where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
                     let module = line.split(separator: " ").last.map(String.init) ?? ""
                     #expect(
                         !["Foundation", "FoundationNetworking", "FoundationInternationalization"].contains(module),

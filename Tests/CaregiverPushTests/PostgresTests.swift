@@ -147,7 +147,9 @@ struct PostgresTests {
         #expect(all.flatMap { $0 }.sorted() == migrator.migrations.map(\.version))
         let recorded = try PostgresConnection(url: url)
         defer { recorded.close() }
-        #expect(try recorded.query("SELECT count(*) FROM schema_migrations")[0].decode(Int.self, at: 0) == migrator.migrations.count)
+        #expect(
+            try recorded.query("SELECT count(*) FROM schema_migrations")[0].decode(Int.self, at: 0)
+                == migrator.migrations.count)
         #expect(try migrator.migrate(recorded, logger: Logger(label: "test")).isEmpty)
     }
 }

@@ -15,14 +15,16 @@ struct PushRegistrationTests {
         ]
         if let installationID { body["installationId"] = .string(installationID) }
         return invoke(
-            PushRegister(), event: makeEvent(path: "/api/push/register", bearer: try caregiverToken(caregiver), body: json(body)))
+            PushRegister(),
+            event: makeEvent(path: "/api/push/register", bearer: try caregiverToken(caregiver), body: json(body)))
     }
 
     func unregister(as caregiver: UUID, token: String) throws -> Invocation {
         invoke(
             PushUnregister(),
             event: makeEvent(
-                path: "/api/push/unregister", bearer: try caregiverToken(caregiver), body: json(["token": .string(token)])))
+                path: "/api/push/unregister", bearer: try caregiverToken(caregiver),
+                body: json(["token": .string(token)])))
     }
 
     @Test("register creates an enabled device with its platform and environment")
@@ -183,7 +185,10 @@ struct PushRegistrationTests {
             (["platform": "ios", "environment": "DEV"], ["token": "token is required"]),
             (["token": "abc", "platform": "android", "environment": "DEV"], ["platform": "platform must be ios"]),
             (["token": "abc", "platform": "ios"], ["environment": "environment must be DEV or PROD"]),
-            (["token": "abc", "platform": "ios", "environment": "dev"], ["environment": "environment must be DEV or PROD"]),
+            (
+                ["token": "abc", "platform": "ios", "environment": "dev"],
+                ["environment": "environment must be DEV or PROD"]
+            ),
             (
                 [:],
                 [

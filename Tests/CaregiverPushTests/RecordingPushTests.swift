@@ -38,7 +38,9 @@ struct RecordingPushTests {
                 let caregiver = UUID()
                 try Seed.link(connection, caregiver: caregiver, patient: patient)
                 let tokens = (0..<count).map { _ in makeDeviceToken() }
-                for token in tokens { try PushDispatchTests.register(token, caregiver: caregiver, connection: connection) }
+                for token in tokens {
+                    try PushDispatchTests.register(token, caregiver: caregiver, connection: connection)
+                }
                 caregivers.append((caregiver, tokens))
             }
             let morning = try (0..<3).map { index in
@@ -54,7 +56,8 @@ struct RecordingPushTests {
     static func run(
         _ function: String, fixture: String, _ values: [String: String], fake: FCMFake
     ) throws -> ExecutableTests.Run {
-        try ExecutableTests.run(function, input: try ExecutableTests.fixture(fixture, values), environment: fake.environment())
+        try ExecutableTests.run(
+            function, input: try ExecutableTests.fixture(fixture, values), environment: fake.environment())
     }
 
     @Test("a single TAKEN dose: one push per device of the linked caregiver")
@@ -154,7 +157,8 @@ struct RecordingPushTests {
         let environment = fake.environment()
         let statuses = Mutex<[Int]>([])
         DispatchQueue.concurrentPerform(iterations: 20) { _ in
-            let status = (try? ExecutableTests.run("slot-bulk-record", input: input, environment: environment))?.response?.statusCode
+            let status = (try? ExecutableTests.run("slot-bulk-record", input: input, environment: environment))?
+                .response?.statusCode
             statuses.withLock { $0.append(status ?? -1) }
         }
         #expect(statuses.withLock { $0 }.allSatisfy { $0 == 200 })

@@ -33,7 +33,9 @@ struct SlotAndPRNRecordTests {
     }
 
     static func count(_ patient: UUID) throws -> Int {
-        try TestDatabase.with { try $0.query("SELECT count(*) FROM dose_records WHERE patient_id = \(patient)")[0].decode(Int.self, at: 0) }
+        try TestDatabase.with {
+            try $0.query("SELECT count(*) FROM dose_records WHERE patient_id = \(patient)")[0].decode(Int.self, at: 0)
+        }
     }
 
     @Test("a slot records every active scheduled medication in it, under one recordingGroupId")
@@ -45,8 +47,14 @@ struct SlotAndPRNRecordTests {
         #expect(result.json?["updatedCount"] == .number(3))
         let group = try #require(result.json?["recordingGroupId"]?.stringValue)
         let records = result.json?["records"]?.arrayValue ?? []
-        #expect(Set(records.compactMap { $0["medicationId"]?.stringValue }) == Set(household.morning.map { $0.uuidString.lowercased() }))
-        #expect(records.allSatisfy { $0["recordingGroupId"] == .string(group) && $0["slot"] == .string("morning") && $0["date"] == .string(date) })
+        #expect(
+            Set(records.compactMap { $0["medicationId"]?.stringValue })
+                == Set(household.morning.map { $0.uuidString.lowercased() }))
+        #expect(
+            records.allSatisfy {
+                $0["recordingGroupId"] == .string(group) && $0["slot"] == .string("morning")
+                    && $0["date"] == .string(date)
+            })
         let groups = try TestDatabase.with {
             try $0.query("SELECT DISTINCT recording_group_id FROM dose_records WHERE patient_id = \(household.patient)")
         }
@@ -73,7 +81,10 @@ struct SlotAndPRNRecordTests {
             DoseRecord(),
             event: makeEvent(
                 bearer: household.token,
-                body: json(["medicationId": .string(household.morning[0].uuidString), "scheduledAt": .string(TokyoDay.instant(date, "07:00"))])))
+                body: json([
+                    "medicationId": .string(household.morning[0].uuidString),
+                    "scheduledAt": .string(TokyoDay.instant(date, "07:00")),
+                ])))
         #expect(single.status == 200)
         let result = Self.slot(household.token, ["date": .string(date), "slot": .string("morning")])
         #expect(result.json?["updatedCount"] == .number(2))
@@ -88,7 +99,9 @@ struct SlotAndPRNRecordTests {
         #expect(bedtime.json?["updatedCount"] == .number(5))
         let noon = Self.slot(household.token, ["date": .string(date), "slot": .string("noon")])
         #expect(noon.json?["updatedCount"] == .number(1))
-        #expect(Self.slot(household.token, ["date": .string(date), "slot": .string("evening")]).json?["updatedCount"] == .number(0))
+        #expect(
+            Self.slot(household.token, ["date": .string(date), "slot": .string("evening")]).json?["updatedCount"]
+                == .number(0))
     }
 
     @Test("20 identical slot requests at once record each dose once, all in one group")
@@ -162,7 +175,8 @@ struct SlotAndPRNRecordTests {
         #expect(first.json?["updatedCount"] == .number(1) && first.json?["record"]?["quantity"] == .number(1))
         #expect(first.json?["record"]?["id"] != second.json?["record"]?["id"])
         let count = try TestDatabase.with {
-            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(household.patient)")[0].decode(Int.self, at: 0)
+            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(household.patient)")[0].decode(
+                Int.self, at: 0)
         }
         #expect(count == 2)
     }
@@ -185,7 +199,8 @@ struct SlotAndPRNRecordTests {
         withTime["takenAt"] = first.json?["record"]?["takenAt"]
         #expect(Self.prn(household.token, withTime, key: key).status == 422)
         let count = try TestDatabase.with {
-            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(household.patient)")[0].decode(Int.self, at: 0)
+            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(household.patient)")[0].decode(
+                Int.self, at: 0)
         }
         #expect(count == 1)
     }
@@ -195,8 +210,12 @@ struct SlotAndPRNRecordTests {
         let first = try Self.prnHousehold()
         let second = try Self.prnHousehold()
         let key = UUID().uuidString
-        #expect(Self.prn(first.token, ["medicationId": .string(first.prn.uuidString)], key: key).json?["updatedCount"] == .number(1))
-        #expect(Self.prn(second.token, ["medicationId": .string(second.prn.uuidString)], key: key).json?["updatedCount"] == .number(1))
+        #expect(
+            Self.prn(first.token, ["medicationId": .string(first.prn.uuidString)], key: key).json?["updatedCount"]
+                == .number(1))
+        #expect(
+            Self.prn(second.token, ["medicationId": .string(second.prn.uuidString)], key: key).json?["updatedCount"]
+                == .number(1))
     }
 
     @Test("PRN validation: scheduled medication, quantity 1–10, Idempotency-Key a UUID")
@@ -205,13 +224,15 @@ struct SlotAndPRNRecordTests {
         let scheduled = Self.prn(household.token, ["medicationId": .string(household.scheduled.uuidString)])
         #expect(fieldErrors(scheduled) == ["medicationId": "medicationId must be an as-needed (PRN) medication"])
         for quantity: JSONValue in [.number(0), .number(11), .number(2.5), .string("2")] {
-            let result = Self.prn(household.token, ["medicationId": .string(household.prn.uuidString), "quantity": quantity])
+            let result = Self.prn(
+                household.token, ["medicationId": .string(household.prn.uuidString), "quantity": quantity])
             #expect(fieldErrors(result) == ["quantity": "quantity must be an integer from 1 to 10"])
         }
         let badKey = Self.prn(household.token, ["medicationId": .string(household.prn.uuidString)], key: "not-a-uuid")
         #expect(fieldErrors(badKey) == ["Idempotency-Key": "Idempotency-Key must be a UUID"])
         let count = try TestDatabase.with {
-            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(household.patient)")[0].decode(Int.self, at: 0)
+            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(household.patient)")[0].decode(
+                Int.self, at: 0)
         }
         #expect(count == 0)
     }

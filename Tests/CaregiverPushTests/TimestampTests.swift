@@ -37,7 +37,8 @@ struct TimestampTests {
     @Test("formats UTC and round-trips microseconds, before 1970 too")
     func formats() {
         #expect(Timestamp.rfc3339UTC(Date(timeIntervalSince1970: 1_770_764_400)) == "2026-02-10T23:00:00Z")
-        #expect(Timestamp.rfc3339UTC(Date(timeIntervalSince1970: 1_770_764_400.123456)) == "2026-02-10T23:00:00.123456Z")
+        #expect(
+            Timestamp.rfc3339UTC(Date(timeIntervalSince1970: 1_770_764_400.123456)) == "2026-02-10T23:00:00.123456Z")
         #expect(Timestamp.rfc3339UTC(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59Z")
         #expect(Timestamp.rfc3339UTC(Date(timeIntervalSince1970: 951_782_400)) == "2000-02-29T00:00:00Z")
     }

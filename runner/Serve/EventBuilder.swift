@@ -17,7 +17,9 @@ enum EventBuilder {
         for field in headers {
             let name = field.name.canonicalName.lowercased()
             if name == "cookie" {
-                cookies += field.value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                cookies += field.value.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
                 continue
             }
             joined[name] = joined[name].map { "\($0),\(field.value)" } ?? field.value
@@ -40,7 +42,8 @@ enum EventBuilder {
         }
         let epochMilliseconds = (now.timeIntervalSince1970 * 1000).rounded(.down)
         members["requestContext"] = .object([
-            "accountId": .string("anonymous"), "apiId": .string("local"), "domainName": .string(joined["host"] ?? "localhost"),
+            "accountId": .string("anonymous"), "apiId": .string("local"),
+            "domainName": .string(joined["host"] ?? "localhost"),
             "domainPrefix": .string("local"), "requestId": .string(requestID), "routeKey": .string(routeKey),
             "stage": .string("$default"), "time": .string(accessLogTime(now)), "timeEpoch": .number(epochMilliseconds),
             "http": .object([
@@ -59,7 +62,10 @@ enum EventBuilder {
         for pair in query.split(separator: "&") where !pair.isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-            let value = parts.count > 1 ? (String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(parts[1])) : ""
+            let value =
+                parts.count > 1
+                ? (String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(parts[1]))
+                : ""
             parameters[name] = parameters[name].map { "\($0),\(value)" } ?? value
         }
         return parameters

@@ -14,7 +14,8 @@ public struct FunctionResources {
 
     /// The resources a process with this configuration uses: nothing connects or loads until first use.
     public init(configuration: Configuration) {
-        self.init(database: DatabaseSession(configuration: configuration), push: PushResources(configuration: configuration))
+        self.init(
+            database: DatabaseSession(configuration: configuration), push: PushResources(configuration: configuration))
     }
 
     /// One-shot mode's end: the database connection is closed.

@@ -50,7 +50,8 @@ extension Problem {
         case let convertible as any ProblemConvertible:
             return convertible.problem
         default:
-            logger.error("unexpected error", metadata: ["error.type": .string(String(describing: Swift.type(of: error)))])
+            logger.error(
+                "unexpected error", metadata: ["error.type": .string(String(describing: Swift.type(of: error)))])
             return .internalError()
         }
     }

@@ -52,7 +52,9 @@ public enum FCMSendOutcome: Equatable, Sendable {
             return .refreshAccessToken
         default:
             if response.status == 401 && fcmCode == nil { return .refreshAccessToken }
-            if response.status == 429 || response.status >= 500 { return .retry(retryAfter: retryAfter, error: summary) }
+            if response.status == 429 || response.status >= 500 {
+                return .retry(retryAfter: retryAfter, error: summary)
+            }
             return .fail(error: summary)
         }
     }

@@ -52,7 +52,8 @@ public struct ServiceAccount: Sendable, CustomStringConvertible {
         }
         if let path = configuration.fcmServiceAccountFile {
             guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError(variable: "FCM_SERVICE_ACCOUNT_FILE", reason: "names a file that cannot be read")
+                throw ConfigurationError(
+                    variable: "FCM_SERVICE_ACCOUNT_FILE", reason: "names a file that cannot be read")
             }
             return try ServiceAccount(json: Array(data), variable: "FCM_SERVICE_ACCOUNT_FILE")
         }

@@ -87,13 +87,19 @@ enum JSONText {
         switch value {
         case .string(let string): quote(string)
         case .stringConvertible(let convertible):
-            if let number = convertible as? any BinaryInteger { String(describing: number) }
-            else if let number = convertible as? Double, number.isFinite { String(describing: number) }
-            else if let flag = convertible as? Bool { flag ? "true" : "false" }
-            else { quote(convertible.description) }
+            if let number = convertible as? any BinaryInteger {
+                String(describing: number)
+            } else if let number = convertible as? Double, number.isFinite {
+                String(describing: number)
+            } else if let flag = convertible as? Bool {
+                flag ? "true" : "false"
+            } else {
+                quote(convertible.description)
+            }
         case .array(let values): "[" + values.map(encode).joined(separator: ",") + "]"
         case .dictionary(let members):
-            "{" + members.sorted { $0.key < $1.key }.map { quote($0.key) + ":" + encode($0.value) }
+            "{"
+                + members.sorted { $0.key < $1.key }.map { quote($0.key) + ":" + encode($0.value) }
                 .joined(separator: ",") + "}"
         }
     }

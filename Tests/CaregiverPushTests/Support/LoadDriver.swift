@@ -44,7 +44,10 @@ struct LoadHousehold: Sendable {
         }
         let times = ["07:00", "08:00", "12:00", "21:00"]
         let scheduled = try times.enumerated().map { index, time in
-            (id: try Seed.medication(connection, patient: patient, name: "\(marker)薬\(index)", times: [time]), time: time)
+            (
+                id: try Seed.medication(connection, patient: patient, name: "\(marker)薬\(index)", times: [time]),
+                time: time
+            )
         }
         return LoadHousehold(
             patient: patient, patientToken: try Seed.session(connection, patient: patient, expiresIn: 7200),
@@ -118,7 +121,8 @@ struct LoadDriver: Sendable {
         return outcomes.withLock { $0 }
     }
 
-    private func one(start: ContinuousClock.Instant, using generator: inout SystemRandomNumberGenerator) -> LoadOutcome {
+    private func one(start: ContinuousClock.Instant, using generator: inout SystemRandomNumberGenerator) -> LoadOutcome
+    {
         let index = Int.random(in: households.indices, using: &generator)
         let household = households[index]
         let date = dates.randomElement(using: &generator) ?? dates[0]
@@ -151,7 +155,9 @@ struct LoadDriver: Sendable {
             kind = .prn
             body = ["medicationId": .string(household.prn.uuidString.lowercased()), "quantity": .number(1)]
             // Mostly keyed from a small pool, so that retries with the same key happen concurrently.
-            if Int.random(in: 0..<4, using: &generator) > 0, let key = household.prnKeys.randomElement(using: &generator) {
+            if Int.random(in: 0..<4, using: &generator) > 0,
+                let key = household.prnKeys.randomElement(using: &generator)
+            {
                 headers["idempotency-key"] = key
             }
             path = "/api/prn-dose-records"
@@ -166,7 +172,8 @@ struct LoadDriver: Sendable {
             } else {
                 bearer = churnCaregiverJWT
                 body = [
-                    "token": .string(churnTokens.randomElement(using: &generator) ?? churnTokens[0]), "platform": .string("ios"),
+                    "token": .string(churnTokens.randomElement(using: &generator) ?? churnTokens[0]),
+                    "platform": .string("ios"),
                     "environment": .string("DEV"),
                 ]
             }
@@ -198,7 +205,9 @@ struct LoadVerdict {
 
     /// Every record an answer named is in the database, no dose is recorded twice, and (with `exhaustive`) every
     /// record in the database was named by some answer.
-    mutating func checkRecords(_ outcomes: [LoadOutcome], households: [LoadHousehold], url: String, exhaustive: Bool) throws {
+    mutating func checkRecords(_ outcomes: [LoadOutcome], households: [LoadHousehold], url: String, exhaustive: Bool)
+        throws
+    {
         let connection = try PostgresConnection(url: url, applicationName: "caregiver-push-tests")
         defer { connection.close() }
         for (index, household) in households.enumerated() {
@@ -214,10 +223,16 @@ struct LoadVerdict {
             let storedPRN = Set(
                 try connection.query("SELECT id FROM prn_dose_records WHERE patient_id = \(household.patient)")
                     .map { try $0.decode(UUID.self, at: 0).uuidString.lowercased() })
-            if !answered.isSubset(of: stored) { problems.append("household \(index): answered dose records missing from the database") }
-            if !answeredPRN.isSubset(of: storedPRN) { problems.append("household \(index): answered PRN records missing") }
+            if !answered.isSubset(of: stored) {
+                problems.append("household \(index): answered dose records missing from the database")
+            }
+            if !answeredPRN.isSubset(of: storedPRN) {
+                problems.append("household \(index): answered PRN records missing")
+            }
             if exhaustive && answered != stored { problems.append("household \(index): dose records no answer named") }
-            if exhaustive && answeredPRN != storedPRN { problems.append("household \(index): PRN records no answer named") }
+            if exhaustive && answeredPRN != storedPRN {
+                problems.append("household \(index): PRN records no answer named")
+            }
             let duplicates = try connection.query(
                 """
                 SELECT count(*) - count(DISTINCT (medication_id, scheduled_at)) FROM dose_records
@@ -235,14 +250,18 @@ struct LoadVerdict {
                 let named = Set(
                     outcomes.filter { $0.household == index && $0.idempotencyKey == key }.flatMap(\.records)
                         .compactMap { $0["id"]?.stringValue })
-                if named.count > 1 { problems.append("household \(index): one idempotency key answered \(named.count) records") }
+                if named.count > 1 {
+                    problems.append("household \(index): one idempotency key answered \(named.count) records")
+                }
             }
         }
     }
 
     /// At most one message per device and event on the wire; none about a patient to a caregiver not linked to it;
     /// and (with `exactlyOnce`) one to every recipient device of every answered recording with `updatedCount > 0`.
-    mutating func checkPushes(_ outcomes: [LoadOutcome], households: [LoadHousehold], messages: [JSONValue], exactlyOnce: Bool) {
+    mutating func checkPushes(
+        _ outcomes: [LoadOutcome], households: [LoadHousehold], messages: [JSONValue], exactlyOnce: Bool
+    ) {
         let ownerOf = Dictionary(
             uniqueKeysWithValues: households.flatMap { household in
                 household.caregivers.flatMap { caregiver in caregiver.tokens.map { ($0, household.patient) } }
