@@ -13,21 +13,19 @@ struct RoundTripTests {
     static func countedInvoke(
         _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment()
     ) throws -> (invocation: Invocation, roundTrips: Int) {
-        _ = TestDatabase.migrated
-        let captured = CapturedLog()
-        let configuration = Configuration(environment: environment)
-        let handler = FunctionHandler(
-            endpoint: endpoint, configuration: configuration, logger: captured.logger(function: endpoint.functionName))
-        let database = DatabaseSession(configuration: configuration)
-        defer { database.close() }
-        let connection = try database.connection()
-        let before = connection.roundTrips
-        let outcome = handler.invoke(
-            eventBytes: Array(event), database: database, push: PushResources(configuration: handler.configuration))
-        #expect(try database.connection() === connection, "the invocation reconnected")
-        LeakCapture.record(outcome.response.body, source: "\(endpoint.functionName) response")
-        LeakCapture.record(captured.text, source: "\(endpoint.functionName) log")
-        return (Invocation(response: outcome.response, log: captured.text), connection.roundTrips - before)
+        var connection: PostgresConnection?
+        var before = 0
+        let invocation = try invokeInProcess(
+            endpoint, event: event, environment: environment, runAfterResponse: false,
+            prepare: {
+                connection = try $0.connection()
+                before = connection?.roundTrips ?? 0
+            },
+            inspect: { session in
+                let current = try session.connection()
+                #expect(current === connection, "the invocation reconnected")
+            })
+        return (invocation, (connection?.roundTrips ?? 0) - before)
     }
 
     static func pushEvents(patient: UUID) throws -> Int {

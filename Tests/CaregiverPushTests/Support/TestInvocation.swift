@@ -83,6 +83,17 @@ struct Invocation {
 func invoke(
     _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment()
 ) -> Invocation {
+    invokeInProcess(endpoint, event: event, environment: environment, prepare: { _ in }, inspect: { _ in })
+}
+
+/// ``invoke(_:event:environment:)`` with hooks on the invocation's database session: `prepare` runs before the event
+/// is handed over, `inspect` after the response (and before the post-response work, which runs only when
+/// `runAfterResponse` is set).
+func invokeInProcess(
+    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(),
+    runAfterResponse: Bool = true, prepare: (DatabaseSession) throws -> Void = { _ in },
+    inspect: (DatabaseSession) throws -> Void = { _ in }
+) rethrows -> Invocation {
     _ = TestDatabase.migrated
     let captured = CapturedLog()
     let configuration = Configuration(environment: environment)
@@ -90,9 +101,11 @@ func invoke(
         endpoint: endpoint, configuration: configuration, logger: captured.logger(function: endpoint.functionName))
     let database = DatabaseSession(configuration: configuration)
     defer { database.close() }
+    try prepare(database)
     let outcome = handler.invoke(
         eventBytes: Array(event), database: database, push: PushResources(configuration: handler.configuration))
-    outcome.afterResponse?()
+    try inspect(database)
+    if runAfterResponse { outcome.afterResponse?() }
     LeakCapture.record(outcome.response.body, source: "\(endpoint.functionName) response")
     LeakCapture.record(captured.text, source: "\(endpoint.functionName) log")
     return Invocation(response: outcome.response, log: captured.text)
