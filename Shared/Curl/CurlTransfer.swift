@@ -10,8 +10,14 @@ final class CurlTransfer {
         var body: [UInt8] = []
         var headerLines: [String] = []
         let bodyLimit: Int
+        let discardsOversizedBody: Bool
+        /// Set once the body passed the limit with ``discardsOversizedBody``: the rest is read and dropped.
+        var exceededLimit = false
 
-        init(bodyLimit: Int) { self.bodyLimit = bodyLimit }
+        init(bodyLimit: Int, discardsOversizedBody: Bool) {
+            self.bodyLimit = bodyLimit
+            self.discardsOversizedBody = discardsOversizedBody
+        }
     }
 
     let handle: UnsafeMutableRawPointer
@@ -28,7 +34,8 @@ final class CurlTransfer {
         guard let handle = ccurl_easy_init() else { throw HTTPClientError(.setupFailed) }
         self.handle = handle
         self.tag = tag
-        self.sink = Sink(bodyLimit: request.responseBodyLimit)
+        self.sink = Sink(
+            bodyLimit: request.responseBodyLimit, discardsOversizedBody: request.discardsOversizedBody)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         do {
             try configure(request, timeoutMilliseconds: timeoutMilliseconds)
@@ -136,7 +143,10 @@ final class CurlTransfer {
         }
         var status = 0
         _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return .success(HTTPResponse(status: status, headers: Self.parseHeaders(sink.headerLines), body: sink.body))
+        return .success(
+            HTTPResponse(
+                status: status, headers: Self.parseHeaders(sink.headerLines), body: sink.body,
+                bodyExceededLimit: sink.exceededLimit))
     }
 
     /// How many new connections this transfer opened (0 when it reused one).
@@ -168,7 +178,13 @@ private let curlWriteBody: ccurl_write_callback = { data, size, count, context i
     guard let data, let context else { return 0 }
     let sink = Unmanaged<CurlTransfer.Sink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    guard sink.body.count + length <= sink.bodyLimit else { return 0 }
+    guard !sink.exceededLimit else { return length }
+    guard sink.body.count + length <= sink.bodyLimit else {
+        guard sink.discardsOversizedBody else { return 0 }
+        sink.exceededLimit = true
+        sink.body = []
+        return length
+    }
     data.withMemoryRebound(to: UInt8.self, capacity: length) {
         sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
     }

@@ -4,8 +4,13 @@ public struct HTTPRequest: Sendable {
     public var url: String
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
-    /// Responses larger than this abort the transfer (FCM answers are a few hundred bytes).
+    /// Responses larger than this abort the transfer (FCM answers are a few hundred bytes), unless
+    /// ``discardsOversizedBody``.
     public var responseBodyLimit: Int
+    /// Past ``responseBodyLimit``, read the rest of the body without keeping it and answer with an empty body and
+    /// ``HTTPResponse/bodyExceededLimit`` set, instead of failing: the Runtime API's next event, whose request id
+    /// (a header) is needed to answer an event too large to take.
+    public var discardsOversizedBody = false
     /// The certificate authorities a TLS peer must chain to: the process's (``TrustStore/process``) unless a caller
     /// names others (a test talking to its own emulator). Verification itself cannot be turned off.
     public var trust: TrustStore
@@ -28,11 +33,14 @@ public struct HTTPResponse: Sendable {
     public let status: Int
     public let headers: [String: String]
     public let body: [UInt8]
+    /// The body was larger than the request's limit and was discarded (``HTTPRequest/discardsOversizedBody``).
+    public let bodyExceededLimit: Bool
 
-    public init(status: Int, headers: [String: String], body: [UInt8]) {
+    public init(status: Int, headers: [String: String], body: [UInt8], bodyExceededLimit: Bool = false) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.bodyExceededLimit = bodyExceededLimit
     }
 }
 

@@ -18,6 +18,12 @@ public struct FunctionTable: Codable, Sendable, Equatable {
         public let memoryMB: Int
         /// How many invocations of this function may run at once.
         public let concurrency: Int
+        /// The largest request body the function takes, in bytes (optional in the table; ``defaultMaxBodyBytes``).
+        /// The runner refuses a larger body before reading it.
+        public let maxBodyBytes: Int?
+
+        /// ``maxBodyBytes``, or the functions' own limit when the table names none.
+        public var bodyLimit: Int { maxBodyBytes ?? FunctionTable.defaultMaxBodyBytes }
 
         /// `POST /api/push/register` (API Gateway's `routeKey`); `nil` for a scheduled function.
         public var routeKey: String? {
@@ -31,6 +37,12 @@ public struct FunctionTable: Codable, Sendable, Equatable {
     }
 
     public let functions: [Function]
+
+    /// The functions' own request-body limit (16 KiB): what the runner refuses past when the table names none.
+    public static let defaultMaxBodyBytes = 16 * 1024
+    /// The largest `maxBodyBytes` a table may name: the event built from such a body (base64 or JSON escapes, plus
+    /// the headers) must still fit Lambda's 6 MB synchronous payload.
+    public static let maxBodyBytesCeiling = 1024 * 1024
 
     /// Reads and checks a function table.
     /// - Throws: ``FunctionTableError`` when the file is unreadable, not this shape, names a function or a route
@@ -54,6 +66,9 @@ public struct FunctionTable: Codable, Sendable, Equatable {
                     throw FunctionTableError.unsupportedSchedule(function: function.name, schedule: schedule)
                 }
             case (.some, .some, nil): break
+            }
+            if let limit = function.maxBodyBytes, !(1...Self.maxBodyBytesCeiling).contains(limit) {
+                throw FunctionTableError.bodyLimit(function: function.name, bytes: limit)
             }
         }
         let routeKeys = table.functions.compactMap(\.routeKey)
@@ -102,6 +117,8 @@ public enum FunctionTableError: Error, Equatable, CustomStringConvertible {
     case incompleteRoute(function: String)
     /// A schedule that is not one of EventBridge's `rate(…)` forms (cron is not supported by the runner).
     case unsupportedSchedule(function: String?, schedule: String)
+    /// A `maxBodyBytes` outside 1 … ``FunctionTable/maxBodyBytesCeiling``.
+    case bodyLimit(function: String, bytes: Int)
 
     public var description: String {
         switch self {
@@ -116,6 +133,8 @@ public enum FunctionTableError: Error, Equatable, CustomStringConvertible {
             (function.map { "function \($0): " } ?? "")
                 + "unsupported schedule \"\(schedule)\": the runner supports only rate(N minute|minutes|hour|hours|"
                 + "day|days) (singular for 1, plural otherwise); cron expressions are not supported"
+        case .bodyLimit(let function, let bytes):
+            "function \(function) has maxBodyBytes \(bytes); it must be between 1 and \(FunctionTable.maxBodyBytesCeiling)"
         }
     }
 }

@@ -14,8 +14,10 @@ import Logging
 /// post-response work, then exit 0. A host reading stdout to EOF thus has the response before any push is sent.
 /// With `AWS_LAMBDA_RUNTIME_API` set: loop on the Lambda Runtime API instead (``RuntimeAPILoop``).
 public enum FunctionHost {
-    /// The largest event accepted on stdin. A 16 KiB body base64-encoded plus headers fits many times over.
-    public static let eventLimit = 1024 * 1024
+    /// The largest event read, on stdin or from the Runtime API: Lambda's own limit on a synchronous invocation's
+    /// payload (6 MB). A larger one is answered with the handler's 413 (``InvocationHandling/oversizedEvent(limit:)``)
+    /// and, in the Runtime-API loop, the loop goes on to the next event.
+    public static let eventLimit = 6 * 1024 * 1024
 
     /// Runs the handler that `setUp` makes for this process and exits.
     /// - Parameters:

@@ -45,11 +45,17 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         /// `Lambda-Runtime-Deadline-Ms` on this process's clock.
         let deadline: ContinuousClock.Instant?
         let event: [UInt8]
+        /// The event was larger than ``FunctionHost/eventLimit``: it was read and dropped, and is answered 413.
+        let tooLarge: Bool
     }
 
     private func nextInvocation() -> Result<Invocation, HTTPClientError> {
-        // The host answers when it has an event: wait as long as it takes.
-        let result = HTTPClient.perform(HTTPRequest(url: "\(base)/invocation/next"), timeoutMilliseconds: 86_400_000)
+        // The host answers when it has an event: wait as long as it takes. An event up to Lambda's own limit is
+        // read; a larger one is read to its end and dropped (its request id is still needed to answer it), never
+        // counted as the host going away.
+        var request = HTTPRequest(url: "\(base)/invocation/next", responseBodyLimit: FunctionHost.eventLimit)
+        request.discardsOversizedBody = true
+        let result = HTTPClient.perform(request, timeoutMilliseconds: 86_400_000)
         return result.flatMap { response in
             guard response.status == 200, let requestID = response.headers["lambda-runtime-aws-request-id"],
                 !requestID.isEmpty
@@ -57,7 +63,10 @@ struct RuntimeAPILoop<H: InvocationHandling> {
             let deadline = response.headers["lambda-runtime-deadline-ms"].flatMap {
                 Self.deadline(epochMilliseconds: $0)
             }
-            return .success(Invocation(requestID: requestID, deadline: deadline, event: response.body))
+            return .success(
+                Invocation(
+                    requestID: requestID, deadline: deadline, event: response.body,
+                    tooLarge: response.bodyExceededLimit))
         }
     }
 
@@ -72,11 +81,14 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         let started = ContinuousClock.now
         let metrics = InvocationMetrics()
         metrics.set(.coldStart, coldStart ? 1 : 0)
-        let result = handler.handle(
-            InvocationInput(
-                eventBytes: invocation.event, requestIDFallback: invocation.requestID, deadline: invocation.deadline,
-                metrics: metrics),
-            resources: resources)
+        let result =
+            invocation.tooLarge
+            ? handler.oversizedEvent(limit: FunctionHost.eventLimit)
+            : handler.handle(
+                InvocationInput(
+                    eventBytes: invocation.event, requestIDFallback: invocation.requestID,
+                    deadline: invocation.deadline, metrics: metrics),
+                resources: resources)
         let path = "\(base)/invocation/\(Self.percentEncodedPathSegment(invocation.requestID))"
         if let body = JSONCoding.encode(result.document) {
             post("\(path)/response", body: body)

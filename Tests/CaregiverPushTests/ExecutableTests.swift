@@ -159,9 +159,9 @@ struct ExecutableTests {
         }
     }
 
-    @Test("an event over the stdin limit gets a 413 problem without being parsed")
+    @Test("an event over the stdin limit (Lambda's 6 MB) gets a 413 problem without being parsed")
     func oversizedEvent() throws {
-        let run = try Self.run("push-register", input: Data(repeating: UInt8(ascii: " "), count: 2 * 1024 * 1024))
+        let run = try Self.run("push-register", input: Data(repeating: UInt8(ascii: " "), count: 6 * 1024 * 1024 + 1))
         #expect(run.result.exitStatus == 0)
         #expect(run.response?.statusCode == 413)
     }

@@ -26,17 +26,37 @@ struct HTTPLimits: Sendable {
     var idleTimeout: Duration = .seconds(75)
     /// Open connections at once; one more is answered 503 and closed.
     var maxConnections = 512
+    /// Open connections at once from one client address: its share of ``maxConnections``, so that one client
+    /// cannot take all of them (one more is answered 503 and closed). Behind a proxy every connection comes from the
+    /// proxy's address, so a deployment there sets it as high as ``maxConnections``.
+    var maxConnectionsPerClient = 128
     /// After an error answer, how long unread input is discarded before the socket closes, so that the client reads
     /// the answer instead of a reset.
     var lingerTimeout: Duration = .seconds(2)
 }
 
-/// The open connections of one listener.
+/// The open connections of one listener, in all and per client address.
 final class ConnectionCount: Sendable {
     private let value = Atomic<Int>(0)
-    /// Counts a new connection; returns how many are open with it.
-    func opened() -> Int { value.add(1, ordering: .relaxed).newValue }
-    func closed() { value.subtract(1, ordering: .relaxed) }
+    private let byClient = Mutex<[String: Int]>([:])
+
+    /// Counts a new connection; returns how many are open with it, in all and from its client's address.
+    func opened(client: String) -> (total: Int, fromClient: Int) {
+        let total = value.add(1, ordering: .relaxed).newValue
+        let fromClient = byClient.withLock { counts in
+            counts[client, default: 0] += 1
+            return counts[client] ?? 1
+        }
+        return (total, fromClient)
+    }
+
+    func closed(client: String) {
+        value.subtract(1, ordering: .relaxed)
+        byClient.withLock { counts in
+            let left = (counts[client] ?? 1) - 1
+            counts[client] = left > 0 ? left : nil
+        }
+    }
 }
 
 /// Hummingbird's HTTP/1.1 channel with ``ConnectionGuard`` in front of the HTTP decoder and ``RequestPhaseHandler``
@@ -49,14 +69,21 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     let connections: ConnectionCount
     let logger: Logger
 
-    init(responder: @escaping HTTPChannelHandler.Responder, limits: HTTPLimits, logger: Logger) {
+    /// The body limit of the function routed at a method and path (`nil`: not a function route).
+    typealias BodyLimit = @Sendable (_ method: String, _ path: String) -> Int?
+
+    init(
+        responder: @escaping HTTPChannelHandler.Responder, limits: HTTPLimits, bodyLimit: @escaping BodyLimit,
+        logger: Logger
+    ) {
         // NIO's decoder limits stay as a second line behind the guard's (it answers 400 where the guard says 431).
         let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
             maxHeaderFieldSize: limits.maxHeadBytes * 2, maxHeaderListSize: limits.maxHeadBytes * 2,
             maxHeaderFieldCount: limits.maxHeaderCount * 2)
         inner = HTTP1Channel(
             responder: responder,
-            configuration: .init(additionalChannelHandlers: [RequestPhaseHandler()], httpDecoderConfiguration: decoder))
+            configuration: .init(
+                additionalChannelHandlers: [RequestPhaseHandler(limits: limits, bodyLimit: bodyLimit)], httpDecoderConfiguration: decoder))
         self.limits = limits
         self.connections = ConnectionCount()
         self.logger = logger
@@ -76,8 +103,10 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     }
 
     /// The server builder for `Application(server:)`.
-    static func builder(limits: HTTPLimits, logger: Logger) -> HTTPServerBuilder {
-        HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, limits: limits, logger: logger) }
+    static func builder(limits: HTTPLimits, bodyLimit: @escaping BodyLimit, logger: Logger) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(responder: responder, limits: limits, bodyLimit: bodyLimit, logger: logger)
+        }
     }
 }
 
@@ -108,7 +137,12 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     private let connections: ConnectionCount
     private let logger: Logger
     private var phase = Phase.idle
-    private var counted = false
+    /// The client address the connection was counted under, once counted.
+    private var counted: String?
+    /// The response being written says `connection: close`: once it is out, the connection closes.
+    private var closeAfterResponse = false
+    /// The answer to a refused pipelined request, written once the responses before it are out.
+    private var deferredAnswer: (status: Int, problem: Problem)?
     /// Requests whose response has not been written completely.
     private var responsesPending = 0
     /// Whether the response to the request being read has begun (then no error answer may be written into it).
@@ -139,23 +173,28 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
-        if counted {
-            counted = false
-            connections.closed()
+        if let client = counted {
+            counted = nil
+            connections.closed(client: client)
         }
         context.fireChannelInactive()
     }
 
     private func activate(_ context: ChannelHandlerContext) {
-        guard !counted else { return }
-        counted = true
-        let open = connections.opened()
-        if open > limits.maxConnections {
+        guard counted == nil else { return }
+        let client = context.channel.remoteAddress?.ipAddress ?? "unknown"
+        counted = client
+        let open = connections.opened(client: client)
+        if open.total > limits.maxConnections || open.fromClient > limits.maxConnectionsPerClient {
+            let perClient = open.total <= limits.maxConnections
             reject(
-                context, status: 503, limit: "max_connections",
+                context, status: 503, limit: perClient ? "max_connections_per_client" : "max_connections",
                 problem: Problem(
                     type: "/problems/unavailable", title: "Service Unavailable", status: 503,
-                    detail: "The server has too many open connections. Retry later.", headers: ["retry-after": "1"]))
+                    detail: perClient
+                        ? "This client has too many open connections. Retry later."
+                        : "The server has too many open connections. Retry later.",
+                    headers: ["retry-after": "1"]))
             return
         }
         arm(limits.idleTimeout, context, .idle)
@@ -188,29 +227,46 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
             phase = .head(bytes: bytes, lines: lines, lineLength: lineLength)
             // `lines` counts the request line too.
             if bytes > limits.maxHeadBytes || lines - 1 > limits.maxHeaderCount {
-                let tooMany = lines - 1 > limits.maxHeaderCount
-                reject(
-                    context, status: 431, limit: tooMany ? "header_count" : "header_size",
-                    problem: Problem(
-                        type: "/problems/request-header-fields-too-large", title: "Request Header Fields Too Large",
-                        status: 431,
-                        detail: tooMany
-                            ? "The request has more than \(limits.maxHeaderCount) header fields."
-                            : "The request line and header fields exceed \(limits.maxHeadBytes) bytes."))
+                refuseHead(context, tooManyFields: lines - 1 > limits.maxHeaderCount)
                 return
             }
         }
         context.fireChannelRead(data)
     }
 
+    private func refuseHead(_ context: ChannelHandlerContext, tooManyFields: Bool, afterPending: Bool = false) {
+        reject(
+            context, status: 431, limit: tooManyFields ? "header_count" : "header_size",
+            problem: Problem(
+                type: "/problems/request-header-fields-too-large", title: "Request Header Fields Too Large",
+                status: 431,
+                detail: tooManyFields
+                    ? "The request has more than \(limits.maxHeaderCount) header fields."
+                    : "The request line and header fields exceed \(limits.maxHeadBytes) bytes."),
+            afterPending: afterPending)
+    }
+
     // MARK: Events from the request side (RequestPhaseHandler)
 
+    /// A request head came out of the decoder — the one whose bytes were being measured, or one pipelined behind
+    /// it in the same read (those are measured by ``RequestPhaseHandler`` on the decoded head).
     func requestHeadDecoded() {
-        guard case .head = phase else { return }
-        phase = .body
         responsesPending += 1
-        responseStarted = false
-        if let context { arm(limits.bodyTimeout, context, .body) }
+        switch phase {
+        case .head, .waiting:
+            phase = .body
+            responseStarted = responsesPending > 1 ? responseStarted : false
+            if let context { arm(limits.bodyTimeout, context, .body) }
+        case .idle, .body, .rejected:
+            break
+        }
+    }
+
+    /// A decoded head over the limits (a pipelined one the byte count did not see): answered like any other.
+    func decodedHeadTooLarge(tooManyFields: Bool) {
+        guard let context else { return }
+        responsesPending = max(responsesPending - 1, 0)
+        refuseHead(context, tooManyFields: tooManyFields, afterPending: true)
     }
 
     func requestEndDecoded() {
@@ -220,15 +276,39 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         deadline = nil
     }
 
-    func responseHeadWritten() {
+    /// - Parameter closing: the response says `connection: close` (the gateway's 413): from now on the rest of the
+    ///   request is discarded unread, and the connection closes once the response is out.
+    func responseHeadWritten(closing: Bool) {
         responseStarted = true
+        if closing {
+            closeAfterResponse = true
+            phase = .rejected
+            deadline?.cancel()
+        }
     }
 
-    func responseEndWritten() {
+    /// - Returns: whether the connection is to close once this response's last byte is written
+    ///   (``closeAfterWritten()``).
+    func responseEndWritten() -> Bool {
         responsesPending = max(responsesPending - 1, 0)
+        if closeAfterResponse { return true }
         if case .waiting = phase, responsesPending == 0, let context {
             phase = .idle
             arm(limits.idleTimeout, context, .idle)
+        }
+        return false
+    }
+
+    /// The `connection: close` response is out: half-close, discard what the client still sends, close at the
+    /// linger deadline.
+    func closeAfterWritten() {
+        guard let context else { return }
+        if responsesPending > 0 { return }
+        if let (status, problem) = deferredAnswer {
+            deferredAnswer = nil
+            answer(context, status: status, problem: problem)
+        } else {
+            lingerAndClose(context)
         }
     }
 
@@ -276,19 +356,35 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Answers `problem` (unless a response is already under way on this connection: then it only closes), stops
     /// reading requests, and closes once the client has had time to read the answer.
-    private func reject(_ context: ChannelHandlerContext, status: Int, limit: String, problem: Problem) {
+    ///
+    /// - Parameter afterPending: the refused request is pipelined behind others still being answered: its answer
+    ///   waits for theirs (``closeAfterWritten()`` writes it), instead of cutting them off.
+    private func reject(
+        _ context: ChannelHandlerContext, status: Int, limit: String, problem: Problem, afterPending: Bool = false
+    ) {
         log("request refused", limit: limit, context, status: status)
         let answering: Bool
         switch phase {
+        case _ where afterPending: answering = responsesPending == 0
         case .body: answering = !responseStarted && responsesPending <= 1
         default: answering = responsesPending == 0
         }
         phase = .rejected
         deadline?.cancel()
         guard answering else {
-            context.close(promise: nil)
+            if afterPending && responsesPending > 0 {
+                deferredAnswer = (status, problem)
+                closeAfterResponse = true
+            } else {
+                context.close(promise: nil)
+            }
             return
         }
+        answer(context, status: status, problem: problem)
+    }
+
+    /// Writes `problem` as the connection's last response, then half-closes.
+    private func answer(_ context: ChannelHandlerContext, status: Int, problem: Problem) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? encoder.encode(problem)) ?? Data()
@@ -299,9 +395,15 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         buffer.writeString(head)
         buffer.writeBytes(body)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-        // Half-close: the answer goes out with a FIN; unread input is discarded until the linger deadline.
+        lingerAndClose(context)
+    }
+
+    /// Half-close: the answer goes out with a FIN; unread input is discarded until the linger deadline.
+    private func lingerAndClose(_ context: ChannelHandlerContext) {
+        phase = .rejected
         context.close(mode: .output, promise: nil)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        deadline?.cancel()
         deadline = context.eventLoop.scheduleTask(in: .init(limits.lingerTimeout)) {
             loopBound.value.close(promise: nil)
         }
@@ -321,33 +423,95 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 }
 
 /// Behind the HTTP decoder: tells the ``ConnectionGuard`` in front of it when a request's head and end have been
-/// decoded and when its response has begun and ended. Passes everything through unchanged.
+/// decoded and when its response has begun and ended, and measures every decoded head against the guard's limits —
+/// a head pipelined behind another in one read is never seen by the guard's byte count, so it is counted here, like
+/// any other.
+///
+/// It also keeps a request body from being buffered past its function's limit: a body whose `Content-Length` is over
+/// it is dropped as it arrives (the gateway answers 413 from the header alone, with `connection: close`), and a
+/// chunked body is passed on only until it has passed the limit by one part (so that the gateway's collection fails
+/// with 413), the rest dropped. Passes everything else through unchanged.
 final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
+    private let limits: HTTPLimits
+    private let bodyLimit: GuardedHTTP1Channel.BodyLimit
     private var connectionGuard: ConnectionGuard?
+    /// A head was refused: nothing more is passed on.
+    private var refused = false
+    /// The current request's body limit (`nil`: none here) and the body bytes passed on so far.
+    private var body: (limit: Int?, passed: Int) = (nil, 0)
+    /// The current request's body is over its limit: its parts are dropped.
+    private var discarding = false
+
+    init(limits: HTTPLimits, bodyLimit: @escaping GuardedHTTP1Channel.BodyLimit) {
+        self.limits = limits
+        self.bodyLimit = bodyLimit
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         connectionGuard = try? context.pipeline.syncOperations.handler(type: ConnectionGuard.self)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
         switch unwrapInboundIn(data) {
-        case .head: connectionGuard?.requestHeadDecoded()
-        case .body: break
-        case .end: connectionGuard?.requestEndDecoded()
+        case .head(let head):
+            connectionGuard?.requestHeadDecoded()
+            let (bytes, fields) = Self.size(of: head)
+            if bytes > limits.maxHeadBytes || fields > limits.maxHeaderCount {
+                refused = true
+                connectionGuard?.decodedHeadTooLarge(tooManyFields: fields > limits.maxHeaderCount)
+                return
+            }
+            let path = head.path.map { String($0.prefix { $0 != "?" }) } ?? "/"
+            let limit = bodyLimit(head.method.rawValue, path)
+            body = (limit, 0)
+            let declared = head.headerFields[.contentLength].flatMap(Int.init)
+            discarding = limit.map { limit in declared.map { $0 > limit } ?? false } ?? false
+        case .body(let part):
+            guard !discarding else { return }
+            body.passed += part.readableBytes
+            if let limit = body.limit, body.passed > limit { discarding = true }
+        case .end:
+            connectionGuard?.requestEndDecoded()
+            guard !discarding else { return }
         }
         context.fireChannelRead(data)
     }
 
+    /// The request line and header fields as they were on the wire (`name: value` lines, CRLFs, the blank line;
+    /// optional whitespace aside), and the number of fields (`Host` included).
+    static func size(of head: HTTPRequest) -> (bytes: Int, fields: Int) {
+        var bytes = head.method.rawValue.utf8.count + 1 + (head.path?.utf8.count ?? 1) + " HTTP/1.1\r\n".utf8.count
+        var fields = head.headerFields.count
+        if let authority = head.authority {
+            bytes += "Host: \r\n".utf8.count + authority.utf8.count
+            fields += 1
+        }
+        for field in head.headerFields {
+            bytes += field.name.rawName.utf8.count + field.value.utf8.count + ": \r\n".utf8.count
+        }
+        return (bytes + 2, fields)
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head: connectionGuard?.responseHeadWritten()
+        case .head(let head):
+            connectionGuard?.responseHeadWritten(closing: head.headerFields[.connection]?.lowercased() == "close")
         case .body: break
-        case .end: connectionGuard?.responseEndWritten()
+        case .end:
+            if let connectionGuard, connectionGuard.responseEndWritten() {
+                let written = context.eventLoop.makePromise(of: Void.self)
+                let loopBound = NIOLoopBound(connectionGuard, eventLoop: context.eventLoop)
+                written.futureResult.whenComplete { _ in loopBound.value.closeAfterWritten() }
+                if let promise { written.futureResult.cascade(to: promise) }
+                context.write(data, promise: written)
+                return
+            }
         }
         context.write(data, promise: promise)
     }

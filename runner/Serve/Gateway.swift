@@ -20,7 +20,8 @@ final class Gateway: Sendable {
 
     let table: FunctionTable
     let mode: Mode
-    let maxBodyBytes: Int
+    /// `--max-body`: lowers (never raises) every function's own body limit (``FunctionTable/Function/bodyLimit``).
+    let maxBodyBytes: Int?
     let queueTimeout: Duration
     /// Adds `x-runner-pid` (which process answered) to function responses; off unless asked for (`--debug-headers`).
     let debugHeaders: Bool
@@ -32,7 +33,7 @@ final class Gateway: Sendable {
     private let draining = Atomic<Bool>(false)
 
     init(
-        table: FunctionTable, mode: Mode, cold: ColdInvoker, pools: [String: WarmPool], maxBodyBytes: Int,
+        table: FunctionTable, mode: Mode, cold: ColdInvoker, pools: [String: WarmPool], maxBodyBytes: Int?,
         queueTimeout: Duration, debugHeaders: Bool, logger: Logger
     ) {
         self.table = table
@@ -48,6 +49,11 @@ final class Gateway: Sendable {
             gates[function.name] = ConcurrencyGate(limit: function.concurrency, queueLimit: function.concurrency * 4)
         }
         self.gates = gates
+    }
+
+    /// The largest body `function` is handed: its table limit, lowered by `--max-body` when that is smaller.
+    func bodyLimit(of function: FunctionTable.Function) -> Int {
+        min(function.bodyLimit, maxBodyBytes ?? .max)
     }
 
     /// The function routed at `path`, and the methods routed there. A function without a route is never found.
@@ -97,12 +103,18 @@ final class Gateway: Sendable {
                 GatewayResponse.problem(.serviceUnavailable(retryAfterSeconds: 1), requestID: requestID), function.name
             )
         }
+        // Memory per request is bounded before anything else: a body over the function's own limit is refused
+        // from its Content-Length before a byte of it is read, and a chunked one is read only up to the limit.
+        let limit = bodyLimit(of: function)
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            return (GatewayResponse.refusedBody(limit: limit, requestID: requestID), function.name)
+        }
         var request = request
         let body: [UInt8]
         do {
-            body = Array(buffer: try await request.collectBody(upTo: maxBodyBytes))
+            body = Array(buffer: try await request.collectBody(upTo: limit))
         } catch is NIOTooManyBytesError {
-            return (GatewayResponse.problem(.payloadTooLarge(limit: maxBodyBytes), requestID: requestID), function.name)
+            return (GatewayResponse.refusedBody(limit: limit, requestID: requestID), function.name)
         } catch {
             // The connection ended (or the guard cut a slow client off with a 408) before the body was complete.
             return (GatewayResponse.problem(.requestTimeout(), requestID: requestID), function.name)
@@ -111,6 +123,10 @@ final class Gateway: Sendable {
             method: request.method.rawValue, path: path, query: request.uri.query ?? "", headers: request.headers,
             body: body, sourceIP: context.remoteAddress?.ipAddress ?? "127.0.0.1",
             routeKey: function.routeKey ?? "", requestID: requestID, now: Date())
+        // The function reads at most Lambda's synchronous payload; a worker is never handed more than it takes.
+        guard event.count <= FunctionHost.eventLimit else {
+            return (GatewayResponse.refusedBody(limit: limit, requestID: requestID), function.name)
+        }
         guard let result = await invoke(function, event: event, requestID: requestID) else {
             return (GatewayResponse.problem(.functionBusy(), requestID: requestID), function.name)
         }
@@ -129,6 +145,11 @@ final class Gateway: Sendable {
         case .timedOut:
             return (
                 GatewayResponse.problem(.gatewayTimeout(seconds: function.timeoutSeconds), requestID: requestID),
+                function.name
+            )
+        case .unavailable(let retryAfter):
+            return (
+                GatewayResponse.problem(.noLiveWorker(retryAfterSeconds: retryAfter), requestID: requestID),
                 function.name
             )
         case .failed(let reason):
@@ -155,6 +176,8 @@ final class Gateway: Sendable {
         _ function: FunctionTable.Function, event: [UInt8], requestID: String,
         finished: @escaping @Sendable () async -> Void = {}
     ) async -> InvocationResult? {
+        // One queue deadline for the whole wait: for a concurrency slot, then (warm) for a worker.
+        let queueDeadline = ContinuousClock.now + queueTimeout
         guard let gate = gates[function.name], await gate.acquire(timeout: queueTimeout) else {
             await finished()
             return nil
@@ -171,7 +194,8 @@ final class Gateway: Sendable {
                 await release()
                 return .failed("no warm pool for \(function.name)")
             }
-            return await pool.invoke(event: event, clientRequestID: requestID, finished: release)
+            return await pool.invoke(
+                event: event, clientRequestID: requestID, queueDeadline: queueDeadline, finished: release)
         }
     }
 
@@ -185,6 +209,18 @@ final class Gateway: Sendable {
         return UUID().uuidString.lowercased()
     }
 
+    /// Whether a drain has begun (`/readyz` answers 503 from then on).
+    var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    /// `/readyz`: the routed functions with no live warm worker (warm mode); empty when every one has one.
+    func unreadyFunctions() async -> [String] {
+        let routed = table.functions.filter { $0.routeKey != nil }.map(\.name)
+        guard mode == .warm else { return [] }
+        var unready: [String] = []
+        for name in routed where await pools[name]?.isLive != true { unready.append(name) }
+        return unready.sorted()
+    }
+
     /// Stops accepting invocations (new requests get 503 until the listener closes).
     func beginDrain() { draining.store(true, ordering: .relaxed) }
 
@@ -196,14 +232,46 @@ final class Gateway: Sendable {
     }
 }
 
-/// Routes function paths to the gateway and everything else to the router (the FCM emulator, the Runtime API).
+/// Answers the health checks, then routes function paths to the gateway and everything else to the router (the FCM
+/// emulator).
+///
+/// - `GET /healthz` (liveness): 200 `{"status":"ok"}` whenever the process answers.
+/// - `GET /readyz` (readiness): 200 `{"status":"ready"}`; a 503 problem naming the routed functions that have no live
+///   warm worker (warm mode), or all of them while the runner drains. Nothing else of the runner's state is told.
 struct GatewayMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
     let gateway: Gateway
 
+    private func health(_ request: Request) async -> Response? {
+        let path = request.uri.path
+        guard path == "/healthz" || path == "/readyz" else { return nil }
+        let requestID = Gateway.requestID(request.headers[HTTPField.Name("x-request-id")!])
+        guard request.method == .get || request.method == .head else {
+            return GatewayResponse.problem(.methodNotAllowed(allow: "GET, HEAD"), requestID: requestID)
+        }
+        let headers = ["content-type": "application/json", "cache-control": "no-store"]
+        if path == "/healthz" {
+            return GatewayResponse.make(
+                status: 200, headers: headers, body: Array(#"{"status":"ok"}"#.utf8), requestID: requestID)
+        }
+        let unready = await gateway.unreadyFunctions()
+        guard unready.isEmpty, !gateway.isDraining else {
+            let problem = Problem(
+                type: "/problems/unavailable", title: "Service Unavailable", status: 503,
+                detail: gateway.isDraining
+                    ? "Not ready: the runner is shutting down."
+                    : "Not ready: no live worker for \(unready.joined(separator: ", ")).",
+                headers: ["retry-after": "1", "cache-control": "no-store"])
+            return GatewayResponse.problem(problem, requestID: requestID)
+        }
+        return GatewayResponse.make(
+            status: 200, headers: headers, body: Array(#"{"status":"ready"}"#.utf8), requestID: requestID)
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
+        if let health = await health(request) { return health }
         guard gateway.route(path: request.uri.path, method: request.method.rawValue).allowed.isEmpty else {
             return await gateway.handle(request, context: context)
         }

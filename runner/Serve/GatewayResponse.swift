@@ -43,6 +43,14 @@ enum GatewayResponse {
         return make(status: problem.status, headers: headers, body: body, requestID: requestID)
     }
 
+    /// The 413 for a body over the function's limit. The connection closes after it (`connection: close`): what the
+    /// client still sends of the body is never read into memory, only discarded until the socket closes.
+    static func refusedBody(limit: Int, requestID: String) -> Response {
+        var response = problem(.payloadTooLarge(limit: limit), requestID: requestID)
+        response.headers[.connection] = "close"
+        return response
+    }
+
     static func make(
         status: Int, headers: [String: String], body: [UInt8], requestID: String, cookies: [String] = []
     ) -> Response {
@@ -78,6 +86,13 @@ extension Problem {
         Problem(
             type: "/problems/request-timeout", title: "Request Timeout", status: 408,
             detail: "The request body was not received completely.")
+    }
+
+    static func noLiveWorker(retryAfterSeconds: Int) -> Problem {
+        Problem(
+            type: "/problems/unavailable", title: "Service Unavailable", status: 503,
+            detail: "No worker of the function took the request in time. Retry later.",
+            headers: ["retry-after": String(retryAfterSeconds)])
     }
 
     static func functionBusy() -> Problem {

@@ -18,7 +18,8 @@ struct GatewayServer: Sendable {
         var port = 3000
         var mode = Gateway.Mode.cold
         var warmWorkers = 2
-        var maxBody = 1024 * 1024
+        /// Lowers every function's body limit (`maxBodyBytes` in the function table, 16 KiB by default).
+        var maxBody: Int?
         var queueTimeout: Duration = .seconds(2)
         var fcmEmulator = false
         /// `runner dev`: the functions fetch the demo's JWKS from the emulator's TLS port (`SUPABASE_JWKS_URL`).
@@ -129,7 +130,12 @@ struct GatewayServer: Sendable {
             emulatorPort.continuation.finish()
         }
         let app = Application(
-            responder: responder, server: GuardedHTTP1Channel.builder(limits: options.limits, logger: logger),
+            responder: responder,
+            server: GuardedHTTP1Channel.builder(
+                limits: options.limits,
+                bodyLimit: { [gateway] method, path in
+                    gateway.route(path: path, method: method).function.map(gateway.bodyLimit(of:))
+                }, logger: logger),
             configuration: .init(
                 address: .hostname(options.host, port: options.port), serverName: "caregiver-push-runner"),
             onServerRunning: { channel in

@@ -12,6 +12,8 @@ enum InvocationResult: Sendable {
     case timedOut
     /// The function ended (or reported an error) without a response.
     case failed(String)
+    /// No warm worker took the invocation before its queue deadline (none live, or all busy): a 503.
+    case unavailable(retryAfterSeconds: Int)
 }
 
 /// Forwards a function's stderr to the runner's, one JSON line per line, tagged with the function and request.

@@ -133,7 +133,7 @@ final class Scheduler: Sendable {
             metadata["outcome"] = "failed"
             metadata["reason"] = .string(reason)
             logger.warning("scheduled run", metadata: metadata)
-        case nil:
+        case .unavailable?, nil:
             metadata["outcome"] = "throttled"
             logger.warning("scheduled run", metadata: metadata)
         }

@@ -35,8 +35,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Warm workers per function.")
     var warmWorkers: Int = 2
 
-    @Option(help: "Largest request body accepted, in bytes.")
-    var maxBody: Int = 1024 * 1024
+    @Option(
+        help: """
+            Largest request body accepted by any function, in bytes: lowers (never raises) each function's \
+            maxBodyBytes from the function table (16384 when the table names none).
+            """)
+    var maxBody: Int?
 
     @Option(help: "How long a request may wait for a function at its concurrency limit, in milliseconds.")
     var queueTimeoutMs: Int = 2000
@@ -65,6 +69,7 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "runner")
         logger[metadataKey: "function"] = "runner"
         guard let mode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
+        if let maxBody, maxBody <= 0 { throw ValidationError("--max-body must be positive") }
         let table = try infra.functionTable()
         let binDirectory = infra.binaryDirectory()
         let schedules = try schedules.setting()
@@ -102,11 +107,19 @@ struct HTTPLimitOptions: ParsableArguments {
     @Option(help: "Most open connections at once; one more is answered 503 and closed.")
     var maxConnections: Int = HTTPLimits().maxConnections
 
+    @Option(
+        help: """
+            Most open connections at once from one client address (one more is answered 503 and closed). Behind a \
+            proxy every connection has the proxy's address: set it to --max-connections there.
+            """)
+    var maxConnectionsPerClient: Int = HTTPLimits().maxConnectionsPerClient
+
     func limits() throws -> HTTPLimits {
         for (name, value) in [
             ("--max-header-bytes", maxHeaderBytes), ("--max-header-count", maxHeaderCount),
             ("--header-timeout-ms", headerTimeoutMs), ("--body-timeout-ms", bodyTimeoutMs),
             ("--idle-timeout-ms", idleTimeoutMs), ("--max-connections", maxConnections),
+            ("--max-connections-per-client", maxConnectionsPerClient),
         ] where value <= 0 {
             throw ValidationError("\(name) must be positive")
         }
@@ -117,6 +130,7 @@ struct HTTPLimitOptions: ParsableArguments {
         limits.bodyTimeout = .milliseconds(bodyTimeoutMs)
         limits.idleTimeout = .milliseconds(idleTimeoutMs)
         limits.maxConnections = maxConnections
+        limits.maxConnectionsPerClient = maxConnectionsPerClient
         return limits
     }
 }

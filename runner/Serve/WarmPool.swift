@@ -12,6 +12,12 @@ import Logging
 /// push finishes before it takes more work. The invocation's timeout covers all of that, as Lambda's does: a worker
 /// still busy at the timeout is killed and replaced (its client has had its answer, or gets a 504). A worker that
 /// dies is replaced. Each worker runs under the function's memory limit.
+///
+/// The pool heals: a worker that cannot be started, or that exits before it ever asked for an event (a broken
+/// binary, a missing library, an init error), is retried with exponential backoff (``backoff(failures:)``) for as
+/// long as the runner lives, never given up on; an invocation that waits for a worker past its queue deadline is
+/// answered ``InvocationResult/unavailable(retryAfterSeconds:)`` (a 503 with `Retry-After`) and frees its slot; and
+/// ``isLive`` (what `/readyz` reports) is false while no worker is ready.
 actor WarmPool {
     struct Event: Sendable {
         let awsRequestID: String
@@ -24,11 +30,14 @@ actor WarmPool {
         let event: Event
         let result: CheckedContinuation<InvocationResult, Never>
         let finished: @Sendable () async -> Void
+        let expiry: Task<Void, Never>
     }
 
     private struct Worker {
         let process: FunctionProcess
         let secret: String
+        /// It has asked for an event at least once: it started and initialised.
+        var ready = false
         var idle: CheckedContinuation<Event?, Never>?
         /// The invocation it is working on, and what to call once it asks for more.
         var current: (awsRequestID: String, finished: @Sendable () async -> Void)?
@@ -53,6 +62,16 @@ actor WarmPool {
     private let directory: WorkerDirectory
     /// Workers whose process is starting (`spawn` awaits its launch), with the `next` calls that came meanwhile.
     private var launching: [Int: [CheckedContinuation<Void, Never>]] = [:]
+    /// Starts that failed in a row (a launch error, or an exit before the first `next`); reset by a ready worker.
+    private var failures = 0
+    /// The pending retry of a failed start, and when it is due.
+    private var respawn: (task: Task<Void, Never>, due: ContinuousClock.Instant)?
+
+    /// How long to wait before the next start after `failures` failed ones in a row: 0.2 s, doubling, at most 30 s.
+    static func backoff(failures: Int) -> Duration {
+        guard failures > 0 else { return .zero }
+        return min(.milliseconds(200) * (1 << min(failures - 1, 16)), .seconds(30))
+    }
 
     init(function: FunctionTable.Function, size: Int, binDirectory: URL, directory: WorkerDirectory, logger: Logger) {
         self.function = function
@@ -105,22 +124,87 @@ actor WarmPool {
                 await self?.workerExited(id, status: status)
             }
         } catch {
-            logger.error("warm worker could not start", metadata: ["function": .string(function.name)])
+            startFailed()
         }
     }
 
+    /// A start failed: try again after the backoff, for as long as the pool runs.
+    private func startFailed() {
+        failures += 1
+        let delay = Self.backoff(failures: failures)
+        logger.error(
+            "warm worker could not start; retrying",
+            metadata: [
+                "function": .string(function.name), "worker.failures": .stringConvertible(failures),
+                "retry_in_ms": .stringConvertible(
+                    delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000),
+            ])
+        scheduleRespawn(after: delay)
+    }
+
+    private func scheduleRespawn(after delay: Duration) {
+        guard !draining, respawn == nil else { return }
+        let task = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            await self?.respawnDue()
+        }
+        respawn = (task, .now + delay)
+    }
+
+    private func respawnDue() async {
+        respawn = nil
+        guard !draining else { return }
+        while workers.count + launching.count < size, !draining {
+            let before = failures
+            await spawn()
+            // The start failed again and a retry is scheduled: leave the rest to it.
+            if failures > before { break }
+        }
+        dispatch()
+    }
+
+    /// Whether a worker is ready to take events (`/readyz`): false while none has started and initialised.
+    var isLive: Bool { workers.values.contains { $0.ready } }
+
     /// Runs one invocation on the first worker free.
+    /// - Parameter queueDeadline: when no worker has taken it by then, it is answered
+    ///   ``InvocationResult/unavailable(retryAfterSeconds:)`` and `finished` is called (its slot is freed).
     func invoke(
-        event body: [UInt8], clientRequestID: String, finished: @escaping @Sendable () async -> Void
+        event body: [UInt8], clientRequestID: String, queueDeadline: ContinuousClock.Instant,
+        finished: @escaping @Sendable () async -> Void
     ) async -> InvocationResult {
         let deadline = Int64((Date().timeIntervalSince1970 + Double(function.timeoutSeconds)) * 1000)
         let event = Event(
             awsRequestID: UUID().uuidString.lowercased(), deadlineMilliseconds: deadline, body: body,
             clientRequestID: clientRequestID)
+        let awsRequestID = event.awsRequestID
         return await withCheckedContinuation { continuation in
-            queue.append(Waiting(event: event, result: continuation, finished: finished))
+            let expiry = Task { [weak self] in
+                try? await Task.sleep(until: queueDeadline)
+                await self?.expire(awsRequestID)
+            }
+            queue.append(Waiting(event: event, result: continuation, finished: finished, expiry: expiry))
             dispatch()
         }
+    }
+
+    /// The queue deadline of a waiting invocation passed before a worker took it.
+    private func expire(_ awsRequestID: String) async {
+        guard let index = queue.firstIndex(where: { $0.event.awsRequestID == awsRequestID }) else { return }
+        let waiting = queue.remove(at: index)
+        var retryAfter = 1
+        if let respawn {
+            let wait = respawn.due - .now
+            retryAfter = max(1, Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0))
+        }
+        logger.warning(
+            "invocation waited past its queue timeout",
+            metadata: [
+                "function": .string(function.name), "requestId": .string(waiting.event.clientRequestID),
+                "workers.ready": .stringConvertible(workers.values.filter(\.ready).count),
+            ])
+        waiting.result.resume(returning: .unavailable(retryAfterSeconds: retryAfter))
+        await waiting.finished()
     }
 
     /// `GET …/invocation/next` from worker `id`: finishes its previous invocation, then waits for an event.
@@ -132,6 +216,10 @@ actor WarmPool {
             }
         }
         guard workers[id] != nil else { return nil }
+        if workers[id]?.ready == false {
+            workers[id]?.ready = true
+            failures = 0
+        }
         if let previous = workers[id]?.current {
             workers[id]?.current = nil
             if let entry = inFlight.removeValue(forKey: previous.awsRequestID) {
@@ -154,6 +242,7 @@ actor WarmPool {
             let idle = workers[id]?.idle
         {
             let waiting = queue.removeFirst()
+            waiting.expiry.cancel()
             workers[id]?.idle = nil
             workers[id]?.current = (waiting.event.awsRequestID, waiting.finished)
             let awsRequestID = waiting.event.awsRequestID
@@ -224,12 +313,20 @@ actor WarmPool {
             }
             await current.finished()
         }
-        if !draining {
+        guard !draining else { return }
+        if worker.ready {
             logger.warning(
                 "warm worker replaced",
                 metadata: ["function": .string(function.name), "exit": .stringConvertible(status)])
-            await spawn()
+            // A pending retry replaces it in its time; otherwise at once.
+            if respawn == nil { await spawn() }
             dispatch()
+        } else {
+            // It never asked for an event: it cannot start. Retrying at once would spin.
+            logger.warning(
+                "warm worker exited before its first event",
+                metadata: ["function": .string(function.name), "exit": .stringConvertible(status)])
+            startFailed()
         }
     }
 
@@ -239,7 +336,10 @@ actor WarmPool {
     /// Stops taking work: idle workers are released from their long poll and all workers are terminated.
     func shutDown() {
         draining = true
+        respawn?.task.cancel()
+        respawn = nil
         for waiting in queue {
+            waiting.expiry.cancel()
             waiting.result.resume(returning: .failed("the runner is shutting down"))
             Task { await waiting.finished() }
         }
