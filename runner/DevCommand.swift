@@ -156,10 +156,17 @@ struct DevCommand: AsyncParsableCommand {
     private func devSecret() throws -> String {
         let file = ".data/dev-jwt-secret"
         if let existing = try? String(contentsOfFile: file, encoding: .utf8), existing.utf8.count >= 32 {
+            // One written 0644 by an earlier version is made private too.
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
             return existing.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         let secret = Base64URL.encode(try SecureRandom.bytes(32))
-        try secret.write(toFile: file, atomically: true, encoding: .utf8)
+        // Created 0600 before a byte is written: the secret is never readable by others, not even for a moment.
+        guard FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600])
+        else { throw ValidationError("cannot create \(file)") }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+        defer { try? handle.close() }
+        try handle.write(contentsOf: Data(secret.utf8))
         return secret
     }
 

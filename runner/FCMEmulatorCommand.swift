@@ -61,6 +61,8 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
             transport = .plain
         }
         let host = self.host
+        // A directory of our own making is removed when the emulator stops; one the caller named is theirs.
+        defer { if tlsDirectory == nil, case .tls(let certificates) = transport { certificates.removeDirectory() } }
         try await emulator.run(host: host, port: port, transport: transport, logger: logger) { port in
             var fields: [String: JSONValue] = [
                 "event": .string("listening"), "port": .number(Double(port)),

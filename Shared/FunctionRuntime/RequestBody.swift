@@ -89,7 +89,14 @@ extension FieldValidator {
             .flatMap(UUID.init(exactly:))
     }
 
-    /// An RFC 3339 date-time with an offset.
+    /// The instants a timestamp field may name: 1970-01-01T00:00:00Z up to 2999-12-31T23:59:59Z. RFC 3339 can
+    /// write year 0000 (which PostgreSQL, with no year 0, refuses) and an offset can carry 0001-01-01 into it, or
+    /// 9999-12-31 into a five-digit year; nothing this service records lies outside these bounds, so such a value is
+    /// the field's fault (422), never the database's (500).
+    public static let instantRange =
+        Date(timeIntervalSince1970: 0)...Date(timeIntervalSince1970: 32_503_679_999)
+
+    /// An RFC 3339 date-time with an offset, within ``instantRange``.
     public mutating func instant(_ field: String, required: Bool) -> (date: Date, text: String)? {
         guard
             let text = string(
@@ -97,6 +104,10 @@ extension FieldValidator {
                 invalidMessage: "\(field) must be an RFC 3339 date-time with a time-zone offset",
                 isValid: { Timestamp.parseRFC3339($0) != nil })
         else { return nil }
-        return Timestamp.parseRFC3339(text).map { ($0, text) }
+        guard let date = Timestamp.parseRFC3339(text), Self.instantRange.contains(date) else {
+            reject(field, "\(field) must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z")
+            return nil
+        }
+        return (date, text)
     }
 }

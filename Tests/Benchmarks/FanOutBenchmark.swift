@@ -60,8 +60,10 @@ struct FanOutBenchmark {
                 lastEvent = event
                 // The outbox write belongs to the recording's transaction (measured by the recording benchmark).
                 _ = try database.withTransaction { connection in
+                    // One caregiver with `count` devices: the cap (10 by default) raised to measure the fan-out itself.
                     try PushOutbox.enqueue(
-                        event, source: .slotBulkRecord, environment: .development, connection: connection)
+                        event, source: .slotBulkRecord, environment: .development, deviceCap: count,
+                        connection: connection)
                 }
                 let firstRequest = emulator.requestCount()
                 let start = ContinuousClock.now
@@ -113,7 +115,7 @@ struct FanOutBenchmark {
             let token = "bench-\(UUID().uuidString)"
             _ = try registry.register(
                 .init(token: token, platform: .ios, environment: .development, installationID: nil),
-                caregiverID: caregiver)
+                caregiverID: caregiver, deviceCap: devices)
             tokens.append(token)
         }
         return (patient, tokens)

@@ -44,11 +44,17 @@ struct DurablePushTests {
         let database = try shared ?? IsolatedDatabase()
         return try database.with { connection in
             let patient = try Seed.patient(connection, displayName: "高橋")
-            let caregiver = UUID()
-            try Seed.link(connection, caregiver: caregiver, patient: patient)
             let tokens = (0..<devices).map { index in makeDeviceToken() + (index < markers.count ? markers[index] : "")
             }
-            for token in tokens { try PushDispatchTests.register(token, caregiver: caregiver, connection: connection) }
+            // One linked caregiver per `PUSH_MAX_DEVICES_PER_CAREGIVER` (10) devices: each keeps all of its own.
+            let perCaregiver = PushDeviceRegistry.defaultDeviceCap
+            for first in stride(from: 0, to: max(devices, 1), by: perCaregiver) {
+                let caregiver = UUID()
+                try Seed.link(connection, caregiver: caregiver, patient: patient)
+                for token in tokens[first..<min(first + perCaregiver, tokens.count)] {
+                    try PushDispatchTests.register(token, caregiver: caregiver, connection: connection)
+                }
+            }
             return Home(
                 database: database, patient: patient, patientToken: try Seed.session(connection, patient: patient),
                 medication: try Seed.medication(connection, patient: patient, name: medicationName, times: ["07:00"]),

@@ -125,8 +125,8 @@ struct SlotAndPRNRecordTests {
     @Test(
         "slot validation: a real date, a known slot, not after today",
         arguments: [
-            (["date": "2026-02-30", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD)"]),
-            (["date": "2026-2-3", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD)"]),
+            (["date": "2026-02-30", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
+            (["date": "2026-2-3", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
             (["date": "2026-02-11", "slot": "lunch"], ["slot": "slot must be morning, noon, evening or bedtime"]),
             ([:], ["date": "date is required", "slot": "slot must be morning, noon, evening or bedtime"]),
         ] as [([String: String], [String: String])])

@@ -27,8 +27,13 @@ public struct EmulatorCertificates: Sendable {
 
     /// Makes a fresh CA and server certificate in `directory` (created when missing), valid for two days.
     /// - Parameter host: the address the server listens on; an IP address becomes an IP SAN, a name a DNS SAN.
+    ///
+    /// The directory is made private (0700), and the CA's key is deleted as soon as it has signed the server
+    /// certificate: nothing can sign another certificate with it afterwards. ``removeDirectory()`` removes the rest.
     public static func make(in directory: String, host: String) throws -> EmulatorCertificates {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory)
         let path = { (name: String) in (directory as NSString).appendingPathComponent(name) }
         let isAddress = host.allSatisfy { $0.isNumber || $0 == "." || $0 == ":" }
         let subjectAlternativeName = isAddress ? "IP:\(host)" : "DNS:\(host)"
@@ -60,8 +65,16 @@ public struct EmulatorCertificates: Sendable {
                 "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
                 "-CAcreateserial", "-out", path("server.pem"), "-days", "2", "-extfile", extensions,
             ])
+        for leftover in ["ca.key", "ca.srl", "server.csr", "server.ext"] {
+            try? FileManager.default.removeItem(atPath: path(leftover))
+        }
         return EmulatorCertificates(
             caFile: path("ca.pem"), certificateFile: path("server.pem"), privateKeyFile: path("server.key"))
+    }
+
+    /// Removes the directory with the server's key and the certificates (when the emulator stops).
+    public func removeDirectory() {
+        try? FileManager.default.removeItem(atPath: (caFile as NSString).deletingLastPathComponent)
     }
 
     private static func openssl(step: String, _ arguments: [String]) throws {

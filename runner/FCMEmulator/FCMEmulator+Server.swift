@@ -43,21 +43,26 @@ extension FCMEmulator {
     ///   - port: 0 for any free port.
     ///   - transport: plain HTTP/1.1, or TLS + HTTP/2.
     ///   - onBound: called with the bound port once the server listens.
+    /// Serves until stopped; the JWKS routes only when `host` is a loopback address.
     public func run(
         host: String = "127.0.0.1", port: Int, transport: Transport = .plain, logger: Logger,
         onBound: @escaping @Sendable (Int) -> Void
     ) async throws {
-        try await application(host: host, port: port, transport: transport, logger: logger, onBound: onBound)
-            .runService()
+        try await application(
+            host: host, port: port, transport: transport, jwksRoutes: Self.isLoopback(host), logger: logger,
+            onBound: onBound
+        )
+        .runService()
     }
 
     /// The emulator's server as a service, for a host that runs it beside others (`runner serve --fcm-emulator`).
+    /// - Parameter jwksRoutes: serve the fake Supabase JWKS too; ignored unless `host` is a loopback address.
     public func application(
-        host: String = "127.0.0.1", port: Int, transport: Transport, logger: Logger,
+        host: String = "127.0.0.1", port: Int, transport: Transport, jwksRoutes: Bool = false, logger: Logger,
         onBound: @escaping @Sendable (Int) -> Void
     ) async throws -> some ApplicationProtocol {
         let router = Router(context: EmulatorRequestContext.self)
-        addRoutes(to: router)
+        addRoutes(to: router, jwksRoutes: jwksRoutes && Self.isLoopback(host))
         let server: HTTPServerBuilder
         switch transport {
         case .plain:

@@ -63,7 +63,10 @@ public struct FCMEmulator: Sendable {
     }
 
     /// Adds the emulator's routes to a router (its own server, or the runner's).
-    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+    /// - Parameter jwksRoutes: also the fake Supabase JWKS endpoint (``SupabaseJWKSRoutes``), whose control routes
+    ///   replace the signing keys the functions trust: only ever on a loopback listener (`runner dev`'s emulator
+    ///   port, `runner fcm-emulator` on 127.0.0.1), never on a public port.
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>, jwksRoutes: Bool) {
         router.post("/token") { request, _ in try await self.token(request) }
         router.post("/v1/projects/{project}/messages:send") { request, context in
             let connection = await self.connection(of: context)
@@ -86,7 +89,12 @@ public struct FCMEmulator: Sendable {
             await self.state.reset()
             return Self.json(200, .object(["ok": .bool(true)]))
         }
-        SupabaseJWKSRoutes.add(to: router)
+        if jwksRoutes { SupabaseJWKSRoutes.add(to: router) }
+    }
+
+    /// Whether `host` is a loopback address: only there may the JWKS control routes be served.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
     /// Records the address the server listens on: the assertion's `aud` must name its `/token`.

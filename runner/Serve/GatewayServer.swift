@@ -91,7 +91,8 @@ struct GatewayServer: Sendable {
                 account: .init(
                     projectID: "local-emulator", clientEmail: account.clientEmail, privateKeyID: account.keyID,
                     publicKeyPEM: try key.publicKeyPEM()))
-            instance.addRoutes(to: router)
+            // The public port gets the inspection routes only: the JWKS routes stay on the loopback TLS port.
+            instance.addRoutes(to: router, jwksRoutes: false)
             emulator = (instance, account)
             emulatorTLS = try EmulatorCertificates.make(
                 in: NSTemporaryDirectory() + "runner-fcm-tls-\(UUID().uuidString.prefix(8).lowercased())",
@@ -122,7 +123,9 @@ struct GatewayServer: Sendable {
         var services: [any Service] = [runtimeAPI]
         if let (emulator, _) = emulator, let emulatorTLS {
             services.append(
-                try await emulator.application(port: 0, transport: .tls(emulatorTLS), logger: logger) { port in
+                try await emulator.application(
+                    port: 0, transport: .tls(emulatorTLS), jwksRoutes: options.demoJWKS, logger: logger
+                ) { port in
                     emulatorPort.continuation.yield(port)
                     emulatorPort.continuation.finish()
                 })
@@ -175,6 +178,8 @@ struct GatewayServer: Sendable {
             }
         }
         scheduler.stop()
+        // The emulator's server key and CA certificate were for this run only.
+        emulatorTLS?.removeDirectory()
         logger.info("stopped")
     }
 

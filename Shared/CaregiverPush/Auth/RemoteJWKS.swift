@@ -36,8 +36,15 @@ public final class RemoteJWKS {
     /// Whom the endpoint's certificate must chain to (`SSL_CERT_FILE`, or the system bundle).
     public let trust: TrustStore
     private var current: (document: String, keys: JWKS, fetchedAt: Date)?
+    /// Until this instant no process may fetch (the shared row's last attempt plus ``retryInterval``), so the shared
+    /// copy cannot change either: a `kid` the process's copy lacks is unknown until then without asking the
+    /// database. This is the per-process negative cache of unknown `kid`s — one instant, whatever the number of
+    /// forged `kid`s, so a flood of them costs one read per cooldown and process, not one per request.
+    private var quietUntil: Date?
     /// Fetches this process made itself (for tests).
     public private(set) var fetchCount = 0
+    /// Reads of the shared copy this process made (for tests).
+    public private(set) var sharedReads = 0
 
     public init(url: String, trust: TrustStore = .process) {
         self.url = url
@@ -58,8 +65,14 @@ public final class RemoteJWKS {
         {
             return current.keys
         }
+        // Unknown `kid` (or no document at all) within the quiet window: nothing new can be had yet.
+        if let quietUntil, now < quietUntil {
+            logger.debug("unknown key id within the fetch cooldown; database not asked")
+            return try usableKeys(now: now)
+        }
         let connection = try database.connection()
         // A transaction for the bounds its settings give the read, in one round trip.
+        sharedReads += 1
         var stored = try Self.storedRow(in: connection.readOnlyTransaction([storedRowQuery])[0])
         adopt(stored, logger: logger)
         if needsFetch(stored, keyID: keyID, now: now) {
@@ -80,6 +93,12 @@ public final class RemoteJWKS {
             }
             adopt(stored, logger: logger)
         }
+        quietUntil = stored.map { $0.attemptedAt.addingTimeInterval(Self.retryInterval) }
+        return try usableKeys(now: now)
+    }
+
+    /// The process's copy, when one younger than ``staleLimit`` is at hand.
+    private func usableKeys(now: Date) throws -> JWKS {
         guard let current else { throw RemoteJWKSUnavailable(age: nil) }
         let age = now.timeIntervalSince(current.fetchedAt)
         guard age <= Self.staleLimit else { throw RemoteJWKSUnavailable(age: age) }

@@ -36,6 +36,9 @@ public struct Configuration: Sendable {
     public var pushMaxAgeSeconds: Int
     /// `PUSH_DEVICE_STALE_DAYS`: `push-sweep` disables devices not seen for this long (`STALE`).
     public var pushDeviceStaleDays: Int
+    /// `PUSH_MAX_DEVICES_PER_CAREGIVER`: enabled devices one caregiver may have; past it the least recently seen
+    /// are disabled as `REPLACED`, and one event is sent to at most this many devices per caregiver.
+    public var pushMaxDevicesPerCaregiver: Int
     /// `PUSH_RETENTION_DAYS`: `push-sweep` deletes final deliveries and their events older than this.
     public var pushRetentionDays: Int
     /// `PUSH_SWEEP_BATCH_SIZE`: deliveries one lease of `push-sweep` takes.
@@ -143,6 +146,9 @@ public struct Configuration: Sendable {
         }
         pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")
         pushDeviceStaleDays = integer("PUSH_DEVICE_STALE_DAYS", default: 270, range: 1...3650, unit: "days")
+        pushMaxDevicesPerCaregiver = integer(
+            "PUSH_MAX_DEVICES_PER_CAREGIVER", default: PushDeviceRegistry.defaultDeviceCap, range: 1...100,
+            unit: "devices")
         pushRetentionDays = integer("PUSH_RETENTION_DAYS", default: 30, range: 1...3650, unit: "days")
         pushSweepBatchSize = integer("PUSH_SWEEP_BATCH_SIZE", default: 1000, range: 1...10_000, unit: "deliveries")
         pushSweepTimeLimitMilliseconds = integer(

@@ -46,10 +46,17 @@ public struct PushDeviceRegistry {
         public let replaced: Int
         /// Other owners' devices holding the same token, disabled as `TOKEN_REASSIGNED`.
         public let reassigned: Int
+        /// This owner's least recently seen devices past the cap, disabled as `REPLACED`.
+        public let overCap: Int
     }
+
+    /// Enabled devices one caregiver may have (`PUSH_MAX_DEVICES_PER_CAREGIVER`'s default).
+    public static let defaultDeviceCap = 10
 
     /// Namespace of the advisory locks taken per token (the second key is the token's hash).
     static let tokenLockNamespace: Int = 0x5055_5348  // "PUSH"
+    /// Namespace of the advisory locks taken per caregiver (the second key is the id's hash): the cap's.
+    static let ownerLockNamespace: Int = 0x4F57_4E52  // "OWNR"
 
     let connection: PostgresConnection
 
@@ -73,9 +80,21 @@ public struct PushDeviceRegistry {
     /// waited. (One statement with data-modifying CTEs could not: all of its parts share the snapshot taken before
     /// the lock was granted.) `COMMIT` waits for their results, so that a process that dies while they wait leaves
     /// nothing behind.
-    public func register(_ registration: Registration, caregiverID: UUID) throws -> RegistrationResult {
+    ///
+    /// The cap: a caregiver has at most `deviceCap` enabled devices. Past it, the least recently seen of the others
+    /// are disabled as `REPLACED` — the phone registering now always gets its pushes, an abandoned one loses them.
+    /// A second advisory lock, on the caregiver and taken before the token's (always in that order, so two
+    /// registrations cannot wait on each other), serialises one caregiver's registrations: the cap's statement runs
+    /// after every earlier registration of the caregiver committed, so concurrent registrations cannot together
+    /// leave more than `deviceCap` enabled.
+    /// - Parameter deviceCap: `PUSH_MAX_DEVICES_PER_CAREGIVER`.
+    public func register(
+        _ registration: Registration, caregiverID: UUID, deviceCap: Int = Self.defaultDeviceCap
+    ) throws -> RegistrationResult {
         let tokenHash = Self.tokenHash(registration.token)
+        let owner = caregiverID.uuidString.lowercased()
         var statements: [PostgresQuery] = [
+            "SELECT pg_advisory_xact_lock(\(Self.ownerLockNamespace), hashtext(\(owner)))",
             "SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))",
             """
             INSERT INTO push_devices
@@ -114,15 +133,26 @@ public struct PushDeviceRegistry {
             WHERE token_sha256 = \(tokenHash) AND token = \(registration.token)
               AND NOT (owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)) AND is_enabled
             """)
+        // The device just registered sorts first whatever the clocks say; then the most recently seen.
+        statements.append(
+            """
+            UPDATE push_devices
+            SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
+            WHERE id IN (
+                SELECT id FROM push_devices
+                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND is_enabled
+                ORDER BY token_sha256 = \(tokenHash) DESC, last_seen_at DESC, id
+                OFFSET \(max(deviceCap, 1)))
+            """)
         return try connection.withPipelinedTransaction { transaction in
             let results = try transaction.run(statements)
-            guard let row = results[1].single else {
+            guard let row = results[2].single else {
                 throw PostgresError(.unexpectedResult, serverMessage: "upsert returned no row")
             }
             return RegistrationResult(
                 deviceID: try row.decode(UUID.self, at: 0),
-                replaced: registration.installationID == nil ? 0 : results[2].affectedRows,
-                reassigned: results[results.count - 1].affectedRows)
+                replaced: registration.installationID == nil ? 0 : results[3].affectedRows,
+                reassigned: results[results.count - 2].affectedRows, overCap: results[results.count - 1].affectedRows)
         }
     }
 

@@ -13,9 +13,25 @@ public enum DoseRules {
         takenAt <= scheduledAt.addingTimeInterval(withinTimeWindow)
     }
 
-    /// Whether `takenAt` lies no more than five minutes after `now`.
-    public static func isAcceptableTakenAt(_ takenAt: Date, now: Date) -> Bool {
-        takenAt <= now.addingTimeInterval(takenAtFutureTolerance)
+    /// How far in the past a `takenAt` may lie: a dose is logged when taken, or caught up on within the month.
+    public static let takenAtPastLimit: TimeInterval = 31 * 24 * 60 * 60
+    /// How long before its scheduled time a dose may have been taken (an evening dose taken the night before at
+    /// the latest).
+    public static let takenAtBeforeScheduleLimit: TimeInterval = 24 * 60 * 60
+
+    /// The plausible `takenAt`s: from 31 days before `now` — and, for a scheduled dose, no earlier than 24 hours
+    /// before `scheduledAt` — up to five minutes after `now` (clock skew between phone and server). Anything
+    /// outside is a 422 naming `takenAt`: a year-1900 `takenAt` is no longer recorded as "within time".
+    public static func takenAtWindow(now: Date, scheduledAt: Date?) -> ClosedRange<Date> {
+        var earliest = now.addingTimeInterval(-takenAtPastLimit)
+        if let scheduledAt { earliest = max(earliest, scheduledAt.addingTimeInterval(-takenAtBeforeScheduleLimit)) }
+        let latest = now.addingTimeInterval(takenAtFutureTolerance)
+        return min(earliest, latest)...latest
+    }
+
+    /// Whether `takenAt` lies in ``takenAtWindow(now:scheduledAt:)``.
+    public static func isAcceptableTakenAt(_ takenAt: Date, now: Date, scheduledAt: Date? = nil) -> Bool {
+        takenAtWindow(now: now, scheduledAt: scheduledAt).contains(takenAt)
     }
 
     /// Whether a Tokyo date is after today's Tokyo date (dates compare as `YYYY-MM-DD` strings).

@@ -100,7 +100,7 @@ public struct DoseRecord: Endpoint {
         let patientID = fields.patientID(for: principal)
         let medicationID = fields.uuid("medicationId", required: true)
         let scheduledAt = fields.instant("scheduledAt", required: true)
-        let takenAt = fields.takenAt(now: now)
+        let takenAt = fields.takenAt(now: now, scheduledAt: scheduledAt?.date)
         try fields.finish()
         guard let medicationID, let scheduledAt else { throw .validation(fields.errors) }
         return Fields(

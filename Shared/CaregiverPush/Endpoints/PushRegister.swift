@@ -16,7 +16,8 @@ public struct PushRegister: Endpoint {
             .authenticate(request, context: context).requireCaregiver()
         let registration = try Self.validate(RequestBody(request))
         let result = try PushDeviceRegistry(connection: context.database.connection())
-            .register(registration, caregiverID: caregiverID)
+            .register(
+                registration, caregiverID: caregiverID, deviceCap: context.configuration.pushMaxDevicesPerCaregiver)
         context.logger.info(
             "push device registered",
             metadata: [
@@ -25,6 +26,7 @@ public struct PushRegister: Endpoint {
                 "push.environment": .string(registration.environment.rawValue),
                 "push.replaced": .stringConvertible(result.replaced),
                 "push.reassigned": .stringConvertible(result.reassigned),
+                "push.over_cap": .stringConvertible(result.overCap),
             ])
         return EndpointResponse(body: OKBody())
     }

@@ -97,9 +97,10 @@ public struct SlotBulkRecord: Endpoint {
     static func validate(_ body: RequestBody, principal: Principal, now: Date) throws(Problem) -> Fields {
         var fields = FieldValidator(body)
         let patientID = fields.patientID(for: principal)
-        let date = fields.string("date", required: true, invalidMessage: "date must be a date (YYYY-MM-DD)") {
-            LocalDate($0) != nil
-        }.flatMap(LocalDate.init)
+        // Year 0000 is a date to the pattern but not to PostgreSQL: dates before 1970 are refused with the rest.
+        let date = fields.string(
+            "date", required: true, invalidMessage: "date must be a date (YYYY-MM-DD) from 1970-01-01 on"
+        ) { (LocalDate($0)?.year ?? 0) >= 1970 }.flatMap(LocalDate.init)
         let slot = fields.oneOf("slot", Slot.self, message: "slot must be morning, noon, evening or bedtime")
         let takenAt = fields.takenAt(now: now)
         if let date, DoseRules.isFutureDate(date, now: now) {

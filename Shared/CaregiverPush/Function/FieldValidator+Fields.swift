@@ -14,11 +14,21 @@ extension FieldValidator {
         return uuid("patientId", required: false)
     }
 
-    /// `takenAt`, defaulting to now, and no more than five minutes ahead of it.
-    mutating func takenAt(now: Date) -> (date: Date, text: String?) {
+    /// `takenAt`, defaulting to now, within the plausible window of ``DoseRules/takenAtWindow(now:scheduledAt:)``.
+    /// - Parameter scheduledAt: the dose's scheduled instant, when the request names one (it bounds the window).
+    mutating func takenAt(now: Date, scheduledAt: Date? = nil) -> (date: Date, text: String?) {
         guard let given = instant("takenAt", required: false) else { return (now, nil) }
-        guard DoseRules.isAcceptableTakenAt(given.date, now: now) else {
+        let window = DoseRules.takenAtWindow(now: now, scheduledAt: scheduledAt)
+        guard given.date <= window.upperBound else {
             reject("takenAt", "takenAt may not be more than 5 minutes in the future")
+            return (now, given.text)
+        }
+        guard given.date >= window.lowerBound else {
+            reject(
+                "takenAt",
+                scheduledAt != nil && window.lowerBound > now.addingTimeInterval(-DoseRules.takenAtPastLimit)
+                    ? "takenAt may not be more than 24 hours before scheduledAt"
+                    : "takenAt may not be more than 31 days in the past")
             return (now, given.text)
         }
         return (given.date, given.text)

@@ -30,7 +30,9 @@ public enum PushOutbox {
         _ event: DoseTakenEvent, source: Source, configuration: Configuration, connection: PostgresConnection
     ) throws -> Bool {
         guard let environment = configuration.pushEnvironment else { return false }
-        try enqueue(event, source: source, environment: environment, connection: connection)
+        try enqueue(
+            event, source: source, environment: environment, deviceCap: configuration.pushMaxDevicesPerCaregiver,
+            connection: connection)
         return true
     }
 
@@ -41,28 +43,33 @@ public enum PushOutbox {
         _ event: DoseTakenEvent, source: Source, configuration: Configuration, ifRecorded recorded: RecordedRow?
     ) -> PostgresQuery? {
         configuration.pushEnvironment.map {
-            enqueueQuery(event, source: source, environment: $0, ifRecorded: recorded)
+            enqueueQuery(
+                event, source: source, environment: $0, deviceCap: configuration.pushMaxDevicesPerCaregiver,
+                ifRecorded: recorded)
         }
     }
 
     /// Writes `event` and its deliveries on `connection`, which must be inside the recording transaction.
     ///
     /// Recipients (SPEC §9.1), decided now: caregivers actively linked to the patient, minus the caregiver who
-    /// recorded; their enabled devices in `environment`. One statement, served by
-    /// `caregiver_patient_links_active_by_patient` and `push_devices_enabled_by_owner`.
+    /// recorded; their enabled devices in `environment`, at most `deviceCap` per caregiver (the most recently
+    /// seen), so that one event never owes more than `deviceCap` × linked caregivers deliveries even if the cap
+    /// was exceeded before it was enforced. One statement, served by `caregiver_patient_links_active_by_patient`
+    /// and `push_devices_enabled_by_owner`.
     /// - Returns: how many deliveries this call created (0 when every recipient already owed one for this event).
     @discardableResult
     public static func enqueue(
         _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment,
-        connection: PostgresConnection
+        deviceCap: Int = PushDeviceRegistry.defaultDeviceCap, connection: PostgresConnection
     ) throws -> Int {
-        try connection.query(enqueueQuery(event, source: source, environment: environment, ifRecorded: nil))
-            .affectedRows
+        try connection.query(
+            enqueueQuery(event, source: source, environment: environment, deviceCap: deviceCap, ifRecorded: nil)
+        ).affectedRows
     }
 
     /// The statement that writes `event` and its deliveries, when `recorded` (if any) exists.
     static func enqueueQuery(
-        _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment,
+        _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment, deviceCap: Int,
         ifRecorded recorded: RecordedRow?
     ) -> PostgresQuery {
         var (doseID, prnDoseID): (UUID?, UUID?) = (nil, nil)
@@ -87,9 +94,13 @@ public enum PushOutbox {
             INSERT INTO push_deliveries (event_key, push_device_id, status, next_attempt_at)
             SELECT \(event.eventKey), d.id, 'PENDING', now()
             FROM owed, caregiver_patient_links l
-            JOIN push_devices d
-              ON d.owner_type = 'CAREGIVER' AND d.owner_id = l.caregiver_id
-             AND d.environment = \(environment.rawValue) AND d.is_enabled
+            CROSS JOIN LATERAL (
+                SELECT id FROM push_devices
+                WHERE owner_type = 'CAREGIVER' AND owner_id = l.caregiver_id
+                  AND environment = \(environment.rawValue) AND is_enabled
+                ORDER BY last_seen_at DESC, id
+                LIMIT \(max(deviceCap, 1))
+            ) d
             WHERE owed.owed AND l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
               AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
             ON CONFLICT (event_key, push_device_id) DO NOTHING
