@@ -208,4 +208,47 @@ struct DoseRecordTests {
         let soon = Timestamp.rfc3339UTC(Date().addingTimeInterval(4 * 60))
         #expect(Self.record(token, Self.body(fixture, takenAt: soon)).status == 200)
     }
+
+    @Test(
+        "takenAt outside its plausible window, or before 1970, is a 422 naming takenAt — never a 500",
+        arguments: [
+            ("0000-01-01T00:00:00Z", "takenAt must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z"),
+            ("0001-01-01T00:00:00+09:00", "takenAt must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z"),
+            ("1900-01-01T00:00:00Z", "takenAt must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z"),
+            ("9999-12-31T23:59:59-23:59", "takenAt must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z"),
+            ("1971-01-01T00:00:00Z", "takenAt may not be more than 24 hours before scheduledAt"),
+        ])
+    func implausibleTakenAt(takenAt: String, message: String) throws {
+        let fixture = try Self.fixture()
+        let result = Self.record(fixture.patientToken, Self.body(fixture, takenAt: takenAt))
+        #expect(result.status == 422)
+        #expect(fieldErrors(result) == ["takenAt": message])
+        #expect(try Self.recordCount(fixture) == 0)
+    }
+
+    @Test("takenAt may lie up to 24 hours before scheduledAt, not more; scheduledAt in year 0000 is a 422 too")
+    func takenAtAroundScheduledAt() throws {
+        let fixture = try Self.fixture()
+        let scheduled = try #require(Timestamp.parseRFC3339(TokyoDay.instant(fixture.date, "20:00")))
+        let tooEarly = Timestamp.rfc3339UTC(scheduled.addingTimeInterval(-24 * 3600 - 1))
+        #expect(
+            fieldErrors(Self.record(fixture.patientToken, Self.body(fixture, time: "20:00", takenAt: tooEarly)))
+                == ["takenAt": "takenAt may not be more than 24 hours before scheduledAt"])
+        let early = Timestamp.rfc3339UTC(scheduled.addingTimeInterval(-23 * 3600))
+        let accepted = Self.record(fixture.patientToken, Self.body(fixture, time: "20:00", takenAt: early))
+        #expect(accepted.status == 200 && accepted.json?["record"]?["withinTime"] == .bool(true))
+        var body = Self.body(fixture)
+        body["scheduledAt"] = .string("0000-01-01T08:00:00+09:00")
+        #expect(
+            fieldErrors(Self.record(fixture.patientToken, body)) == [
+                "scheduledAt": "scheduledAt must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z"
+            ])
+    }
+
+    static func recordCount(_ fixture: Fixture) throws -> Int {
+        try TestDatabase.with { connection in
+            try connection.query("SELECT count(*) FROM dose_records WHERE patient_id = \(fixture.patient)")[0]
+                .decode(Int.self, at: 0)
+        }
+    }
 }

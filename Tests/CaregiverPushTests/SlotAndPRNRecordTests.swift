@@ -127,6 +127,11 @@ struct SlotAndPRNRecordTests {
         arguments: [
             (["date": "2026-02-30", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
             (["date": "2026-2-3", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
+            (["date": "0000-01-01", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
+            (
+                ["date": TokyoDay.offset(-1), "slot": "morning", "takenAt": "1900-01-01T00:00:00Z"],
+                ["takenAt": "takenAt must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z"]
+            ),
             (["date": "2026-02-11", "slot": "lunch"], ["slot": "slot must be morning, noon, evening or bedtime"]),
             ([:], ["date": "date is required", "slot": "slot must be morning, noon, evening or bedtime"]),
         ] as [([String: String], [String: String])])

@@ -116,6 +116,34 @@ struct RemoteJWKSTests {
         #expect(try fake.jwksFetches - before == 1)
     }
 
+    @Test("a warm process refuses unknown kids within the fetch cooldown without asking the database")
+    func unknownKeyIDsCostNoDatabaseWork() throws {
+        try fake.serveJWKS(keys: [inUse.jwk(kid: "in-use")])
+        let warm = WarmFunction(environment: environment)
+        let start = Date()
+        #expect(try warm.register(try accessToken(.ec(inUse, kid: "in-use")), at: start) == 200)
+        let fetches = try fake.jwksFetches
+        // Anyone reading jwks_cache now waits for this lock until its lock timeout, and fails.
+        let blocker = try TestDatabase.connect()
+        defer { blocker.close() }
+        try blocker.query("BEGIN")
+        try blocker.query("LOCK TABLE jwks_cache IN ACCESS EXCLUSIVE MODE")
+        let forger = try PrivateKey.generateP256()
+        var statuses: [Int] = []
+        for index in 0..<20 {
+            let token = try accessToken(.ec(forger, kid: "forged-\(index)"))
+            statuses.append(try warm.register(token, at: start + 1 + Double(index)))
+        }
+        try blocker.query("ROLLBACK")
+        #expect(statuses == [Int](repeating: 401, count: 20))
+        #expect(try fake.jwksFetches == fetches)
+        // Once the cooldown is over, an unknown kid may refetch — once.
+        let late = try accessToken(.ec(forger, kid: "forged-late"))
+        #expect(try warm.register(late, at: start + RemoteJWKS.retryInterval + 1) == 401)
+        #expect(try warm.register(late, at: start + RemoteJWKS.retryInterval + 2) == 401)
+        #expect(try fake.jwksFetches == fetches + 1)
+    }
+
     @Test("endpoint down: the cached keys keep working for an hour, then tokens are refused with a log line")
     func endpointDown() throws {
         try fake.serveJWKS(keys: [inUse.jwk(kid: "in-use")])

@@ -115,6 +115,8 @@ struct ScriptFunctions {
         var timeoutSeconds = 2
         var memoryMB = 128
         var concurrency = 2
+        /// The table's `maxBodyBytes` (absent: the 16 KiB default).
+        var maxBodyBytes: Int?
     }
 
     /// Polls for the next event (a warm worker); `|| exit 0` so that a worker whose runner has gone leaves.
@@ -174,12 +176,13 @@ struct ScriptFunctions {
             let text = "#!/bin/sh\nTMPDIR_SCRIPT=$(mktemp -d)\nreply() {\n\(respond)\n}\n\(spec.body)\n"
             try text.write(to: file, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
-            functions.append(
-                .object([
-                    "name": .string(name), "method": .string("POST"), "path": .string("/test/\(name)"),
-                    "timeoutSeconds": .number(Double(spec.timeoutSeconds)), "memoryMB": .number(Double(spec.memoryMB)),
-                    "concurrency": .number(Double(spec.concurrency)),
-                ]))
+            var row: [String: JSONValue] = [
+                "name": .string(name), "method": .string("POST"), "path": .string("/test/\(name)"),
+                "timeoutSeconds": .number(Double(spec.timeoutSeconds)), "memoryMB": .number(Double(spec.memoryMB)),
+                "concurrency": .number(Double(spec.concurrency)),
+            ]
+            if let limit = spec.maxBodyBytes { row["maxBodyBytes"] = .number(Double(limit)) }
+            functions.append(.object(row))
         }
         let table = directory.appendingPathComponent("functions.json")
         try json(["functions": .array(functions)]).write(to: table, atomically: true, encoding: .utf8)
