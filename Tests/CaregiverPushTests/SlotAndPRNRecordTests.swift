@@ -125,9 +125,15 @@ struct SlotAndPRNRecordTests {
     @Test(
         "slot validation: a real date, a known slot, not after today",
         arguments: [
-            (["date": "2026-02-30", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
+            (
+                ["date": "2026-02-30", "slot": "morning"],
+                ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]
+            ),
             (["date": "2026-2-3", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
-            (["date": "0000-01-01", "slot": "morning"], ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]),
+            (
+                ["date": "0000-01-01", "slot": "morning"],
+                ["date": "date must be a date (YYYY-MM-DD) from 1970-01-01 on"]
+            ),
             (
                 ["date": TokyoDay.offset(-1), "slot": "morning", "takenAt": "1900-01-01T00:00:00Z"],
                 ["takenAt": "takenAt must lie between 1970-01-01T00:00:00Z and 2999-12-31T23:59:59Z"]

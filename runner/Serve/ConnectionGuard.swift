@@ -83,7 +83,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         inner = HTTP1Channel(
             responder: responder,
             configuration: .init(
-                additionalChannelHandlers: [RequestPhaseHandler(limits: limits, bodyLimit: bodyLimit)], httpDecoderConfiguration: decoder))
+                additionalChannelHandlers: [RequestPhaseHandler(limits: limits, bodyLimit: bodyLimit)],
+                httpDecoderConfiguration: decoder))
         self.limits = limits
         self.connections = ConnectionCount()
         self.logger = logger

@@ -47,7 +47,8 @@ public struct DoseRecord: Endpoint {
                 withinTime: DoseRules.isWithinTime(scheduledAt: scheduledAt, takenAt: storedTakenAt),
                 actingCaregiverID: access.actingCaregiverID)
             let outbox = PushOutbox.enqueueQuery(
-                event, source: .doseRecord, configuration: context.configuration, ifRecorded: .dose(recordID))
+                event, source: .doseRecord, configuration: context.configuration, ifRecorded: .dose(recordID),
+                logger: context.logger)
             let written = try transaction.run(
                 [
                     """

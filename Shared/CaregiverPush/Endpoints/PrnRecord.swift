@@ -67,7 +67,8 @@ public struct PrnRecord: Endpoint {
                 slot: Slot(instant: storedTakenAt), recordingGroupID: nil, takenAt: takenAt.date, withinTime: false,
                 actingCaregiverID: access.actingCaregiverID)
             let outbox = PushOutbox.enqueueQuery(
-                event, source: .prnRecord, configuration: context.configuration, ifRecorded: .prnDose(recordID))
+                event, source: .prnRecord, configuration: context.configuration,
+                ifRecorded: .prnDose(recordID), logger: context.logger)
             let written = try transaction.run(
                 [
                     """

@@ -70,7 +70,8 @@ public struct SlotBulkRecord: Endpoint {
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
                 withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
             let outbox = PushOutbox.enqueueQuery(
-                event, source: .slotBulkRecord, configuration: context.configuration, ifRecorded: nil)
+                event, source: .slotBulkRecord, configuration: context.configuration, ifRecorded: nil,
+                logger: context.logger)
             try transaction.run([outbox].compactMap { $0 })
             return (records, outbox == nil ? nil : event.eventKey)
         }

@@ -1,5 +1,6 @@
 import Libpq
 import FoundationEssentials
+import Logging
 
 /// The push side of a recording transaction (SPEC §9, durable delivery): the event and one `PENDING` delivery per
 /// recipient device, written by the transaction that records the dose.
@@ -38,11 +39,18 @@ public enum PushOutbox {
 
     /// The statement of ``enqueue(_:source:environment:connection:)`` when pushes are on, `nil` when
     /// `PUSH_ENVIRONMENT` is not set: for a recording transaction that sends it in one flight with its insert.
-    /// - Parameter recorded: the row whose existence decides whether the event is owed (`nil`: it is).
+    /// - Parameters:
+    ///   - recorded: the row whose existence decides whether the event is owed (`nil`: it is).
+    ///   - logger: says so when no push is owed because pushes are off: that dose will never be pushed.
     static func enqueueQuery(
-        _ event: DoseTakenEvent, source: Source, configuration: Configuration, ifRecorded recorded: RecordedRow?
+        _ event: DoseTakenEvent, source: Source, configuration: Configuration, ifRecorded recorded: RecordedRow?,
+        logger: Logger
     ) -> PostgresQuery? {
-        configuration.pushEnvironment.map {
+        if configuration.pushEnvironment == nil {
+            logger.warning(
+                "push not owed: PUSH_ENVIRONMENT is not DEV or PROD", metadata: ["config.variable": "PUSH_ENVIRONMENT"])
+        }
+        return configuration.pushEnvironment.map {
             enqueueQuery(
                 event, source: source, environment: $0, deviceCap: configuration.pushMaxDevicesPerCaregiver,
                 ifRecorded: recorded)

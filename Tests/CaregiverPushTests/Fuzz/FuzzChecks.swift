@@ -206,17 +206,24 @@ enum FuzzRoute: CaseIterable {
             let fields = try DoseRecord.validate(body, principal: principal, now: now)
             require(!isCaregiver || fields.patientID != nil, "a caregiver names the patient")
             require(fields.takenAt <= latestTakenAt, "takenAt is at most 5 minutes ahead")
+            require(
+                DoseRules.isAcceptableTakenAt(fields.takenAt, now: now, scheduledAt: fields.scheduledAt),
+                "takenAt is in its plausible window")
+            require(FieldValidator.instantRange.contains(fields.scheduledAt), "scheduledAt is within 1970–2999")
         case .slotBulkRecord:
             let fields = try SlotBulkRecord.validate(body, principal: principal, now: now)
             require(!isCaregiver || fields.patientID != nil, "a caregiver names the patient")
             require(!DoseRules.isFutureDate(fields.date, now: now), "date is not after today")
+            require(fields.date.year >= 1970, "date is from 1970 on")
             require(fields.takenAt <= latestTakenAt, "takenAt is at most 5 minutes ahead")
+            require(DoseRules.isAcceptableTakenAt(fields.takenAt, now: now), "takenAt is in its plausible window")
         case .prnRecord:
             let fields = try PrnRecord.validate(body, idempotencyKey: idempotencyKey, principal: principal, now: now)
             require(!isCaregiver || fields.patientID != nil, "a caregiver names the patient")
             require((1...10).contains(fields.quantity.value), "quantity is 1–10")
             require((idempotencyKey == nil) == (fields.idempotencyKey == nil), "a sent Idempotency-Key is kept")
             require(fields.takenAt.date <= latestTakenAt, "takenAt is at most 5 minutes ahead")
+            require(DoseRules.isAcceptableTakenAt(fields.takenAt.date, now: now), "takenAt is in its plausible window")
         }
         return broken
     }
