@@ -8,7 +8,7 @@
            functions hold meanwhile (pg_stat_activity, sampled).
 
     scripts/bench-edge.py memory RUNNER_PID PORT
-    scripts/bench-edge.py tokens PORT DATABASE_URL [SECONDS]
+    scripts/bench-edge.py tokens PORT DATABASE_URL [SECONDS] [patient|jwt|mixed]
 
 scripts/bench-edge.sh starts the runner (and, for `tokens`, a throwaway PostgreSQL) and calls this.
 """
@@ -96,15 +96,15 @@ def b64url(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def garbage_token(index):
-    if index % 2 == 0:
+def garbage_token(index, kind):
+    if kind == "patient" or (kind == "mixed" and index % 2 == 0):
         return "pst_" + b64url(os.urandom(32))
     header = b64url(json.dumps({"alg": "ES256", "typ": "JWT", "kid": f"forged-{index}"}).encode())
     claims = b64url(json.dumps({"sub": "00000000-0000-4000-8000-000000000000", "exp": 4102444800}).encode())
     return f"{header}.{claims}.{b64url(os.urandom(64))}"
 
 
-def tokens(port, database_url, seconds="5"):
+def tokens(port, database_url, seconds="5", kind="mixed"):
     port, seconds = int(port), float(seconds)
     deadline = time.monotonic() + seconds
     counts = {"answered": 0, "statuses": {}}
@@ -116,7 +116,7 @@ def tokens(port, database_url, seconds="5"):
         while time.monotonic() < deadline:
             request = (
                 f"POST /api/push/register HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-                f"Authorization: Bearer {garbage_token(index)}\r\nContent-Length: {len(body)}\r\n"
+                f"Authorization: Bearer {garbage_token(index, kind)}\r\nContent-Length: {len(body)}\r\n"
                 f"Connection: close\r\n\r\n"
             ).encode() + body
             index += 8
@@ -166,6 +166,7 @@ def tokens(port, database_url, seconds="5"):
     print(
         json.dumps(
             {
+                "tokens": kind,
                 "requests_per_second": round(counts["answered"] / elapsed, 1),
                 "statuses": counts["statuses"],
                 "db_transactions_per_request": round(max(spent, 0) / max(counts["answered"], 1), 2),

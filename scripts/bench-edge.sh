@@ -31,7 +31,9 @@ measure() {
         SUPABASE_JWKS_URL=http://127.0.0.1:9/jwks.json \
         start_runner "$workdir" "$runner" --mode warm --warm-workers 1 --no-schedules
     sleep 2
-    echo -n '{"measurement":"tokens",' && scripts/bench-edge.py tokens "$port" "$DATABASE_URL" 5 | cut -c2-
+    for kind in patient jwt; do
+        echo -n '{"measurement":"tokens",' && scripts/bench-edge.py tokens "$port" "$DATABASE_URL" 5 "$kind" | cut -c2-
+    done
 }
 
 if [ -n "${DATABASE_URL:-}" ]; then
