@@ -15,7 +15,18 @@ struct ConfigurationTests {
         #expect(configuration.fcmAPIBaseURL == "https://fcm.googleapis.com")
         #expect(configuration.pushSendDeadlineMilliseconds == 10_000)
         #expect(configuration.pushEnvironment == nil)
+        #expect(configuration.pushMaxDevicesPerCaregiver == 10)
         #expect(configuration.errors.isEmpty)
+    }
+
+    @Test("PUSH_MAX_DEVICES_PER_CAREGIVER is 1 to 100; anything else is an error naming it, and the default holds")
+    func deviceCap() {
+        #expect(Configuration(environment: ["PUSH_MAX_DEVICES_PER_CAREGIVER": "3"]).pushMaxDevicesPerCaregiver == 3)
+        for bad in ["0", "101", "ten"] {
+            let configuration = Configuration(environment: ["PUSH_MAX_DEVICES_PER_CAREGIVER": bad])
+            #expect(configuration.pushMaxDevicesPerCaregiver == 10)
+            #expect(configuration.errors.map(\.variable) == ["PUSH_MAX_DEVICES_PER_CAREGIVER"])
+        }
     }
 
     @Test("malformed values are recorded against their variable, not crashed on")

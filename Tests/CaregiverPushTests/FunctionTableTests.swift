@@ -87,6 +87,24 @@ struct FunctionTableTests {
         }
     }
 
+    @Test("maxBodyBytes is optional (16 KiB by default) and must be 1 to 1 MiB")
+    func bodyLimits() throws {
+        let sized =
+            #"{"name": "a", "method": "POST", "path": "/a", "timeoutSeconds": 5, "memoryMB": 128, "concurrency": 1, "#
+        let table = try FunctionTable(
+            json: Self.table([sized + #""maxBodyBytes": 100}"#, Self.routed("b", "/b")]))
+        #expect(table.function(named: "a")?.bodyLimit == 100)
+        #expect(table.function(named: "b")?.bodyLimit == 16_384)
+        for bad in [0, 1024 * 1024 + 1] {
+            #expect(throws: FunctionTableError.bodyLimit(function: "a", bytes: bad)) {
+                try FunctionTable(json: Self.table([sized + #""maxBodyBytes": \#(bad)}"#]))
+            }
+        }
+        let shipped = try FunctionTable(
+            contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json"))
+        #expect(shipped.functions.allSatisfy { $0.bodyLimit == FunctionTable.defaultMaxBodyBytes })
+    }
+
     static func table(_ functions: [String]) -> Data {
         Data(#"{"functions": [\#(functions.joined(separator: ","))]}"#.utf8)
     }
