@@ -97,9 +97,11 @@ struct DurablePushBenchmark {
             let event = DoseTakenEvent(
                 patientID: home.patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
                 withinTime: true, actingCaregiverID: nil)
+            // One caregiver with `deliveries` devices: the cap per caregiver raised so that every one is owed.
             _ = try database.withTransaction { connection in
                 try PushOutbox.enqueue(
-                    event, source: .slotBulkRecord, environment: .development, connection: connection)
+                    event, source: .slotBulkRecord, environment: .development, deviceCap: deliveries,
+                    connection: connection)
             }
             return event.eventKey
         }

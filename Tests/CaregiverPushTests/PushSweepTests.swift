@@ -28,9 +28,11 @@ struct PushSweepTests {
             let event = DoseTakenEvent(
                 patientID: patient, date: TokyoDay.offset(-1), slot: .noon, recordingGroupID: UUID(), takenAt: Date(),
                 withinTime: false, actingCaregiverID: nil)
+            // One caregiver with `count` devices: the cap per caregiver raised so that every one is owed.
             _ = try connection.withTransaction { connection in
                 try PushOutbox.enqueue(
-                    event, source: .slotBulkRecord, environment: .development, connection: connection)
+                    event, source: .slotBulkRecord, environment: .development, deviceCap: count,
+                    connection: connection)
             }
             return (patient, Set(tokens))
         }
