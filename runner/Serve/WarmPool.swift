@@ -15,8 +15,8 @@ import Logging
 ///
 /// The pool heals: a worker that cannot be started, or that exits before it ever asked for an event (a broken
 /// binary, a missing library, an init error), is retried with exponential backoff (``backoff(failures:)``) for as
-/// long as the runner lives, never given up on; an invocation that waits for a worker past its queue deadline is
-/// answered ``InvocationResult/unavailable(retryAfterSeconds:)`` (a 503 with `Retry-After`) and frees its slot; and
+/// long as the runner lives, never given up on; an invocation that waits past its queue deadline with no live worker
+/// is answered ``InvocationResult/unavailable(retryAfterSeconds:)`` (a 503 with `Retry-After`) and frees its slot; and
 /// ``isLive`` (what `/readyz` reports) is false while no worker is ready.
 actor WarmPool {
     struct Event: Sendable {
@@ -30,7 +30,7 @@ actor WarmPool {
         let event: Event
         let result: CheckedContinuation<InvocationResult, Never>
         let finished: @Sendable () async -> Void
-        let expiry: Task<Void, Never>
+        var expiry: Task<Void, Never>
     }
 
     private struct Worker {
@@ -167,7 +167,7 @@ actor WarmPool {
     var isLive: Bool { workers.values.contains { $0.ready } }
 
     /// Runs one invocation on the first worker free.
-    /// - Parameter queueDeadline: when no worker has taken it by then, it is answered
+    /// - Parameter queueDeadline: when no worker has taken it by then and none is live, it is answered
     ///   ``InvocationResult/unavailable(retryAfterSeconds:)`` and `finished` is called (its slot is freed).
     func invoke(
         event body: [UInt8], clientRequestID: String, queueDeadline: ContinuousClock.Instant,
@@ -188,9 +188,18 @@ actor WarmPool {
         }
     }
 
-    /// The queue deadline of a waiting invocation passed before a worker took it.
+    /// The queue deadline of a waiting invocation passed before a worker took it. While a worker is live the
+    /// invocation keeps waiting: a busy worker frees itself by its invocation's timeout at the latest (it is killed
+    /// then), so the wait stays bounded, as it always was. With none live, nothing bounds it: a 503.
     private func expire(_ awsRequestID: String) async {
         guard let index = queue.firstIndex(where: { $0.event.awsRequestID == awsRequestID }) else { return }
+        if isLive {
+            queue[index].expiry = Task { [weak self] in
+                try? await Task.sleep(for: .milliseconds(250))
+                await self?.expire(awsRequestID)
+            }
+            return
+        }
         let waiting = queue.remove(at: index)
         var retryAfter = 1
         if let respawn {
