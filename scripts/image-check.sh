@@ -9,7 +9,8 @@
 #   - The server is the image's own ENTRYPOINT with its own ENV (read from the image's configuration), plus the
 #     settings a deployment gives: DATABASE_URL, SUPABASE_JWT_SECRET, FCM_SERVICE_ACCOUNT_JSON, and FCM_API_BASE_URL
 #     pointing at `runner fcm-emulator` on the host (the only stand-in: where Google would be).
-#   - Every function of the table must answer from the image (a routed function's worker not starting would show).
+#   - Every function of the table must answer from the image (a routed function's worker not starting would show),
+#     and a body over the functions' 16 KiB is refused (413) by the entrypoint's runner.
 #
 # Needs root (mount, chroot), DATABASE_URL (a throwaway database on 127.0.0.1) and the debug build (for the emulator
 # and the token). Prints the image's size and the build time.
@@ -172,6 +173,18 @@ for route in /api/push/unregister /api/dose-records/slot /api/prn-dose-records; 
     status=$(post "$route" not-a-token '{}' | tail -n 1)
     [ "$status" = 401 ] || { echo "image check: $route answered $status, not 401" >&2; exit 1; }
 done
+# The entrypoint's body limit is the functions' 16 KiB, not the runner's 1 MiB default: a larger body is a 413
+# from the runner before any function sees it.
+# (A function would refuse it too, after starting: the runner's refusal is told apart by no invocation of
+# push-register being metered for it, its metrics line being written once per invocation.)
+invocations() { grep -c '"_aws".*"push-register"\|"push-register".*"_aws"' "$work/serve.err" || true; }
+sleep 0.5
+before=$(invocations)
+large="{\"token\":\"$(head -c 20000 /dev/zero | tr '\0' 'a')\"}"
+status=$(post /api/push/register "$caregiver_token" "$large" | tail -n 1)
+sleep 0.5
+[ "$status" = 413 ] && [ "$(invocations)" = "$before" ] && [ "$before" -gt 0 ] \
+    || { echo "image check: a 20 kB body answered $status after $before → $(invocations) invocations" >&2; exit 1; }
 echo '{}' | in_image env -i "${image_env[@]}" "${deployment_env[@]}" /app/bin/push-sweep >"$work/sweep.out" 2>/dev/null \
     || { echo "image check: push-sweep did not run in the image" >&2; exit 1; }
 echo '{"RequestType":"Delete"}' | in_image env -i "${image_env[@]}" /app/bin/db-migrate >"$work/migrate-fn.out" \
