@@ -34,6 +34,16 @@ root=$(buildah mount "$container")
 pids=()
 cleanup_image_check() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for _ in $(seq 1 50); do
+        alive=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+        [ "$alive" = 0 ] && break
+        sleep 0.1
+    done
+    # Whatever still runs chrooted in this container's root (a worker the runner did not reap): ours, and only ours.
+    for proc in /proc/[0-9]*; do
+        [ "$(readlink "$proc/root" 2>/dev/null)" = "$root" ] && kill -KILL "${proc#/proc/}" 2>/dev/null || true
+    done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     buildah umount "$container" >/dev/null 2>&1 || true
     buildah rm "$container" >/dev/null 2>&1 || true
@@ -58,9 +68,11 @@ esac
 echo "image check: entrypoint ${entrypoint[*]} as $image_user" >&2
 
 # Runs argv inside the image's root as its user: root file system read-only, /proc and a tmpfs /tmp, environment
-# only what is given (env -i).
-in_image() {
-    unshare --mount --propagation private /bin/sh -c '
+# only what is given (env -i). Every step execs the next, so the process id is the program's own: `( exec in_image
+# … ) &` gives the id of the server itself, which the clean-up stops.
+in_image() { (in_image_exec "$@"); }
+in_image_exec() {
+    exec unshare --mount --propagation private /bin/sh -c '
         root=$1; user=$2; workdir=$3; shift 3
         mount --bind "$root" "$root" && mount -o remount,bind,ro "$root" \
             && mount -t proc proc "$root/proc" && mount -t tmpfs -o size=64m,mode=1777 tmpfs "$root/tmp" \
@@ -111,7 +123,8 @@ in_image env -i "${image_env[@]}" "DATABASE_URL=$DATABASE_URL" "${migrate[@]}" >
     || { cat "$work/migrate.out" >&2; echo "image check: the migration Job's command failed" >&2; exit 1; }
 
 # The server: the image's entrypoint.
-in_image env -i "${image_env[@]}" "${deployment_env[@]}" "${entrypoint[@]}" >"$work/serve.out" 2>"$work/serve.err" &
+(in_image_exec env -i "${image_env[@]}" "${deployment_env[@]}" "${entrypoint[@]}") >"$work/serve.out" \
+    2>"$work/serve.err" &
 pids+=($!)
 for _ in $(seq 1 200); do
     curl -s -o /dev/null "http://127.0.0.1:$port/" && grep -q '"listening"' "$work/emulator.out" && break
