@@ -91,8 +91,13 @@ else
         stamp "minroot imported as $base"
     fi
 fi
+previous=$(buildah images --quiet "$tag" 2>/dev/null || true)
 buildah bud --quiet --isolation chroot --pull=missing --layers=false --build-arg "BASE=$base" \
     -f infra/docker/Dockerfile -t "$tag" "$context" >/dev/null
+# The image the tag named before is left untagged by the build: remove it, or every build keeps 500 MB.
+if [ -n "$previous" ] && [ "$previous" != "$(buildah images --quiet "$tag")" ]; then
+    buildah rmi "$previous" >/dev/null 2>&1 || true
+fi
 size=$(buildah images --format '{{.Size}}' "$tag" | head -n 1)
 stamp "built $tag on $base: $size"
 echo "$tag"
