@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test soak bench bench-startup release minroot build deps db-start db-stop migrate format lint clean fuzz
+.PHONY: dev test soak bench bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -40,6 +40,17 @@ release: deps
 ## unzipped bootstrap; built once (about a minute with a fast mirror), then reused. make test builds it when missing.
 minroot: deps
 	scripts/minroot.sh
+
+## make image: the container image (infra/docker/Dockerfile) with buildah, from the release artifacts (the zips of
+## make release and a release runner), on the local minroot unless IMAGE_BASE names another base (e.g.
+## IMAGE_BASE=debian:bookworm-slim); tagged IMAGE_TAG (localhost/caregiver-push:latest). docs/deploy.md.
+image: deps
+	scripts/image.sh
+
+## make image-check: make image, then start it from its own root file system (read-only, user 10001) against a
+## throwaway PostgreSQL and the FCM emulator; a registration and a dose through it must push (part of make test).
+image-check: deps build
+	scripts/with-db.sh $${TEST_PG_PORT:-25433} scripts/image-check.sh
 
 ## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/, migrations, demo data,
 ## the runner with the FCM emulator on :3000 (DEV_HTTP_PORT), and ready-to-paste curl lines. Ctrl-C stops it (the

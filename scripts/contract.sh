@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Contract checks (part of `make test`, before the Swift suite): the OpenAPI document is valid; its routes, the
-# function table's and the SAM template's are the same set; the SAM template passes cfn-lint; and schemathesis
+# function table's and the SAM template's are the same set; the descriptors (SAM, Knative, Dockerfile) say what the
+# code reads (Tests/Contract/check_descriptors.py); the SAM template passes cfn-lint; and schemathesis
 # (all checks, 300 examples per operation) finds nothing against a warm `runner serve` with valid caregiver and
 # patient tokens. Needs DATABASE_URL and the built binaries' directory as $1.
 set -euo pipefail
@@ -29,6 +30,9 @@ if ! venv_ready; then
 fi
 "$python" -m openapi_spec_validator infra/openapi.yaml
 "$python" Tests/Contract/check_routes.py
+# The descriptors against the code: every variable deployable, the table's limits in SAM and Knative, each function's
+# secrets and IAM, the Dockerfile against Package.swift, and each function's environment size (under Lambda's 4 KB).
+"$python" Tests/Contract/check_descriptors.py
 "$python" -c 'import sys; from cfnlint.runner import main; sys.argv = ["cfn-lint", "infra/aws/template.yaml"]; sys.exit(main())'
 echo "cfn-lint: infra/aws/template.yaml OK"
 

@@ -25,6 +25,9 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 command -v patchelf >/dev/null 2>&1 || missing+=(patchelf)
 command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+# The container image (make image, make test's image check): buildah builds and mounts it without a daemon;
+# unshare and chroot (util-linux, coreutils) run its entrypoint from its root file system.
+command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 # The Lambda builds link libstdc++ statically (scripts/release.sh).
 [ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
 

@@ -5,6 +5,9 @@
 #   scripts/pg.sh start DIR PORT   initialise DIR if needed, start the server on 127.0.0.1:PORT, create the database
 #   scripts/pg.sh stop DIR         stop it (fast shutdown)
 #   scripts/pg.sh url PORT         print the DATABASE_URL for it
+#
+# With PG_SSL_DIR (holding server.crt and server.key, readable by the cluster's owner) the server speaks TLS with
+# that certificate and accepts TCP connections over TLS only (hostssl): the TLS database test's server.
 set -euo pipefail
 
 DB_NAME=caregiver_push
@@ -33,9 +36,15 @@ start)
     if [ ! -f "$dir/PG_VERSION" ]; then
         as_owner "$bin/initdb" -D "$dir" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
     fi
+    tls_options=""
+    if [ -n "${PG_SSL_DIR:-}" ]; then
+        printf '%s\n' 'local all all trust' 'hostssl all all 127.0.0.1/32 trust' 'hostssl all all ::1/128 trust' \
+            >"$dir/pg_hba.conf"
+        tls_options="-c ssl=on -c ssl_cert_file=$PG_SSL_DIR/server.crt -c ssl_key_file=$PG_SSL_DIR/server.key"
+    fi
     if ! as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=${PG_MAX_CONNECTIONS:-200} -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=${PG_MAX_CONNECTIONS:-200} -c fsync=off -c synchronous_commit=off -c full_page_writes=off $tls_options" \
             start >/dev/null
     fi
     psql_cmd=("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qtA)

@@ -8,6 +8,8 @@
 #                      the loader searches the binary's run path for it), each with run path `$ORIGIN`, so that
 #                      their own dependencies also resolve from lib/
 #   migrations/        db-migrate only: infra/migrations, which it applies (docs/deploy.md, "Migrations")
+#   database-ca.pem    only with DATABASE_CA_BUNDLE=<PEM file>: the database provider's CA bundle, which
+#                      sslmode=verify-full checks the server against (PGSSLROOTCERT=/var/task/database-ca.pem)
 #
 # What stays the host's: glibc (Amazon Linux 2023 has 2.34) and libgcc_s (GCC's unwinder, on every Lambda image).
 # To keep every glibc symbol version at 2.34 or older on a build machine with a newer glibc (Debian 12: 2.36),
@@ -74,6 +76,11 @@ for function in "${functions[@]}"; do
     patchelf --set-rpath '$ORIGIN/lib' "$stage/bootstrap"
     if [ "$function" = db-migrate ]; then
         cp -r infra/migrations "$stage/migrations"
+    fi
+    # The database provider's CA bundle, for sslmode=verify-full (the template's PGSSLROOTCERT points here).
+    if [ -n "${DATABASE_CA_BUNDLE:-}" ]; then
+        cp "$DATABASE_CA_BUNDLE" "$stage/database-ca.pem"
+        chmod 0644 "$stage/database-ca.pem"
     fi
     python3 - "$stage" "dist/lambda/$function.zip" <<'PY'
 import os, sys, zipfile

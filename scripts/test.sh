@@ -3,7 +3,8 @@
 # suite (in-process tests and the built executables driven through stdin/stdout) against that database; then runs
 # the executable-level suites a second time through PgBouncer in transaction-pooling mode (issue 18).
 #
-#   scripts/test.sh                 everything (lint, both passes, the client consumer, the leak scan)
+#   scripts/test.sh                 everything (lint, contract and descriptor checks, the release and image checks,
+#                                   both passes, the client consumer, the leak scan)
 #   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests)
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 set -euo pipefail
@@ -72,6 +73,11 @@ run_tests() {
     fi
     scripts/contract.sh "$FUNCTIONS_BIN_DIR"
     scripts/release-check.sh
+    # Whole runs: the container image from the zips just built (and a release runner), started from its own root
+    # file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
+    if [ "$#" -eq 0 ]; then
+        IMAGE_REUSE_ZIPS=1 scripts/image-check.sh
+    fi
     swift test "$@"
     # Whole runs only: the app's view of the CaregiverPushClient product (a package outside this one, public API
     # only), and the executable suites again behind PgBouncer.

@@ -22,10 +22,13 @@ public enum FunctionHost {
     /// Runs the handler that `setUp` makes for this process and exits.
     /// - Parameters:
     ///   - name: the function's name: the logger's label and the log's `function`.
+    ///   - renew: in the Runtime-API loop, asked before each invocation whether the handler and resources must be
+    ///     made again (secrets read at run time have changed); `nil` keeps them. The old resources are released.
     ///   - setUp: given the environment and the function's logger, the handler and the resources it keeps for the
     ///     process's life. Called once, before the first event is read.
     public static func main<H: InvocationHandling>(
-        name: String, _ setUp: (_ environment: [String: String], _ logger: Logger) -> (H, H.Resources)
+        name: String, renew: (() -> (H, H.Resources)?)? = nil,
+        _ setUp: (_ environment: [String: String], _ logger: Logger) -> (H, H.Resources)
     ) -> Never {
         // A host that stops reading must not kill us mid-response: the failed write is reported instead.
         signal(SIGPIPE, SIG_IGN)
@@ -36,7 +39,8 @@ public enum FunctionHost {
         let (handler, resources) = setUp(environment, logger)
         if let api = environment["AWS_LAMBDA_RUNTIME_API"], !api.isEmpty {
             logger.info("runtime API loop starting")
-            exit(RuntimeAPILoop(handler: handler, resources: resources, api: api).run())
+            var loop = RuntimeAPILoop(handler: handler, resources: resources, api: api, renew: renew)
+            exit(loop.run())
         }
         exit(runOnce(handler, resources: resources))
     }

@@ -12,22 +12,28 @@ import Logging
 /// mid-work. The database connection, the FCM client and the access token live in the process and serve every
 /// invocation.
 struct RuntimeAPILoop<H: InvocationHandling> {
-    let handler: H
+    var handler: H
     /// The application's resources, made once for the process and handed to every invocation.
-    let resources: H.Resources
+    var resources: H.Resources
     /// `host:port` from `AWS_LAMBDA_RUNTIME_API`.
     let api: String
+    /// Asked before each invocation: a new handler and resources when what they were made from has changed.
+    var renew: (() -> (H, H.Resources)?)? = nil
 
     private var base: String { "http://\(api)/2018-06-01/runtime" }
 
     /// Runs until the Runtime API goes away; returns the exit status.
-    func run() -> Int32 {
+    mutating func run() -> Int32 {
         var failures = 0
         var coldStart = true
         while true {
             switch nextInvocation() {
             case .success(let invocation):
                 failures = 0
+                if let (renewedHandler, renewedResources) = renew?() {
+                    handler.release(resources)
+                    (handler, resources) = (renewedHandler, renewedResources)
+                }
                 handle(invocation, coldStart: coldStart)
                 coldStart = false
             case .failure(let error):

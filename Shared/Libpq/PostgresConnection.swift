@@ -43,6 +43,9 @@ public final class PostgresConnection {
             if message.contains("unsupported startup parameter") {
                 throw PostgresError(.startupParameterRefused, serverMessage: message)
             }
+            if Self.isVerificationFailure(message) {
+                throw PostgresError(.serverNotVerified, serverMessage: message)
+            }
             throw PostgresError(.connectionFailed, serverMessage: message)
         }
         // libpq prints NOTICEs to stderr by default; stderr carries our JSON log lines, so drop them.
@@ -163,6 +166,15 @@ public final class PostgresConnection {
 
     private static func affectedRows(_ result: OpaquePointer) -> Int {
         Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// libpq's texts (PostgreSQL 15–17) for a server certificate that `sslmode=verify-ca`/`verify-full` refused, or
+    /// for a root certificate file it could not use.
+    static func isVerificationFailure(_ message: String) -> Bool {
+        [
+            "certificate verify failed", "does not match host name", "root certificate file",
+            "could not get server's host name from server certificate",
+        ].contains { message.contains($0) }
     }
 
     static func errorMessage(of connection: OpaquePointer) -> String {

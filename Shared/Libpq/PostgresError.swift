@@ -8,7 +8,7 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
             case connectionFailed, connectionLost, server, unexpectedResult, decoding, invalidConnectionString
-            case invalidParameter, startupParameterRefused
+            case invalidParameter, startupParameterRefused, serverNotVerified
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -31,6 +31,10 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         /// The server or a pooler in front of it refused a startup parameter the connection string sets (PgBouncer
         /// answers `unsupported startup parameter: options` to `options=-c …`): a configuration error, not an outage.
         public static let startupParameterRefused = Code(.startupParameterRefused)
+        /// The server's TLS certificate did not chain to the connection's `sslrootcert`, did not name the host
+        /// (`sslmode=verify-full`), or the root certificate file is missing: a configuration error (or someone in
+        /// the middle), never retried as an outage.
+        public static let serverNotVerified = Code(.serverNotVerified)
 
         public var description: String { base.rawValue }
     }

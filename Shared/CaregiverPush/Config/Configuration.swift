@@ -107,17 +107,6 @@ public struct Configuration: Sendable {
         fcmServiceAccountFile = value("FCM_SERVICE_ACCOUNT_FILE")
         fcmAPIBaseURL = value("FCM_API_BASE_URL") ?? "https://fcm.googleapis.com"
         trustStore = TrustStore(environment: value, fileExists: { FileManager.default.isReadableFile(atPath: $0) })
-        if let raw = value("PUSH_SEND_DEADLINE_MS") {
-            if let milliseconds = Int(raw), milliseconds > 0, milliseconds <= 900_000 {
-                pushSendDeadlineMilliseconds = milliseconds
-            } else {
-                pushSendDeadlineMilliseconds = 10_000
-                errors.append(
-                    ConfigurationError(variable: "PUSH_SEND_DEADLINE_MS", reason: "must be 1 to 900000 milliseconds"))
-            }
-        } else {
-            pushSendDeadlineMilliseconds = 10_000
-        }
         var bounds: [Int] = []
         for (name, fallback) in [("DATABASE_LOCK_TIMEOUT_MS", 2000), ("DATABASE_STATEMENT_TIMEOUT_MS", 5000)] {
             guard let raw = value(name) else {
@@ -144,6 +133,8 @@ public struct Configuration: Sendable {
             }
             return number
         }
+        pushSendDeadlineMilliseconds = integer(
+            "PUSH_SEND_DEADLINE_MS", default: 10_000, range: 1...900_000, unit: "milliseconds")
         pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")
         pushDeviceStaleDays = integer("PUSH_DEVICE_STALE_DAYS", default: 270, range: 1...3650, unit: "days")
         pushMaxDevicesPerCaregiver = integer(
@@ -161,7 +152,9 @@ public struct Configuration: Sendable {
     /// - Throws: the first ``ConfigurationError`` that makes the function unusable.
     public func requireFunctionBasics() throws(ConfigurationError) {
         guard databaseURL != nil else {
-            throw ConfigurationError(variable: "DATABASE_URL", reason: "is not set")
+            // A database secret that could not be read is the cause to name, not the variable it would have set.
+            throw errors.first { $0.variable == "DATABASE_SECRET_ARN" }
+                ?? ConfigurationError(variable: "DATABASE_URL", reason: "is not set")
         }
         guard jwtSecret != nil || jwksJSON != nil || jwksURL != nil else {
             if let keyError = errors.first(where: {

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import FunctionRuntime
 import Logging
 
@@ -42,11 +43,31 @@ public enum CaregiverFunction {
     }
 
     /// Runs any other handler over this service's resources (`db-migrate`'s custom resource) and exits.
+    ///
+    /// With `*_SECRET_ARN` variables set (on Lambda), the secrets are read from the Parameters and Secrets extension
+    /// before the first event, and again before an invocation once `SECRETS_REFRESH_SECONDS` have passed: a rotated
+    /// secret gets a new configuration, handler and resources without a redeploy.
     public static func main<H: InvocationHandling>(
-        name: String, _ makeHandler: (Configuration, Logger) -> H
+        name: String, _ makeHandler: @escaping (Configuration, Logger) -> H
     ) -> Never where H.Resources == FunctionResources {
-        FunctionHost.main(name: name) { environment, logger in
-            let configuration = Configuration(environment: environment)
+        let environment = ProcessInfo.processInfo.environment
+        guard Configuration.namesSecrets(environment) else {
+            FunctionHost.main(name: name) { environment, logger in
+                let configuration = Configuration(environment: environment)
+                return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
+            }
+        }
+        let secrets = RuntimeSecrets(environment: environment, source: SecretsExtension(environment: environment))
+        let renew = { () -> (H, FunctionResources)? in
+            // Made here, not above: FunctionHost bootstraps the JSON log handler before the loop starts.
+            var logger = Logger(label: name)
+            logger[metadataKey: "function"] = .string(name)
+            guard let configuration = secrets.renewedConfiguration(logger: logger) else { return nil }
+            logger.info("secrets changed: configuration renewed")
+            return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
+        }
+        FunctionHost.main(name: name, renew: renew) { _, logger in
+            let configuration = secrets.configuration(logger: logger)
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
         }
     }

@@ -38,6 +38,19 @@ extension Problem {
                     "config.reason": "sets a startup parameter the server or its pooler refuses (options=…?)",
                 ])
             return .internalError()
+        case let postgresError as PostgresError where postgresError.code == .serverNotVerified:
+            logger.error(
+                "function is misconfigured",
+                metadata: [
+                    "config.variable": "DATABASE_URL",
+                    "config.reason": """
+                    the database server's certificate was not verified: sslrootcert (PGSSLROOTCERT) must be the \
+                    provider's CA bundle, and the host the name its certificate carries (sslmode=verify-full)
+                    """,
+                ])
+            return Problem(
+                type: "/problems/internal", title: "Internal Server Error", status: 500,
+                detail: "The database server's certificate could not be verified (DATABASE_URL sslmode, sslrootcert).")
         case let postgresError as PostgresError where postgresError.code == .invalidParameter:
             logger.warning("request refused", metadata: ["db.code": .string(postgresError.code.description)])
             return .badRequest("The request holds a NUL character, which cannot be stored.")

@@ -40,9 +40,13 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
         let requestID = [eventID, input.requestIDFallback].compactMap { $0 }.first { FunctionRequest.isPrintableID($0) }
         log[metadataKey: "requestId"] = .string(requestID ?? UUID().uuidString.lowercased())
         guard configuration.databaseURL != nil else {
+            // A database secret that could not be read (on Lambda) is the cause to name.
+            let cause =
+                configuration.errors.first { $0.variable == "DATABASE_SECRET_ARN" }
+                ?? ConfigurationError(variable: "DATABASE_URL", reason: "is not set")
             log.error(
                 "function is misconfigured",
-                metadata: ["config.variable": "DATABASE_URL", "config.reason": "is not set"])
+                metadata: ["config.variable": .string(cause.variable), "config.reason": .string(cause.reason)])
             return InvocationResult(document: Problem.internalError(), afterResponse: nil)
         }
         let context = InvocationContext(

@@ -18,20 +18,27 @@ public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     private let label: String
     private let sink: @Sendable (String) -> Void
+    private let format: LogFormat
 
     /// - Parameters:
     ///   - label: the logger's label; used as `function` when metadata does not set one.
+    ///   - format: the line's shape; ``LogFormat/json`` unless Lambda's logging controls ask otherwise.
     ///   - sink: receives each finished line (with its newline). Defaults to stderr.
-    public init(label: String, sink: @escaping @Sendable (String) -> Void = JSONLogHandler.writeToStandardError) {
+    public init(
+        label: String, format: LogFormat = .json,
+        sink: @escaping @Sendable (String) -> Void = JSONLogHandler.writeToStandardError
+    ) {
         self.label = label
+        self.format = format
         self.sink = sink
     }
 
-    /// Installs this handler for the whole process, at the level named by `LOG_LEVEL` (default `info`).
+    /// Installs this handler for the whole process, at the level and in the format ``LogFormat/from(environment:)``
+    /// reads (Lambda's advanced logging controls first, then `LOG_LEVEL`; default `info`, JSON).
     public static func bootstrap(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        let level = environment["LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+        let (level, format) = LogFormat.from(environment: environment)
         LoggingSystem.bootstrap { label in
-            var handler = JSONLogHandler(label: label)
+            var handler = JSONLogHandler(label: label, format: format)
             handler.logLevel = level
             return handler
         }
@@ -49,18 +56,45 @@ public struct JSONLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var merged = metadata
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }
-        sink(Self.line(level: event.level, message: event.message.description, metadata: merged, label: label))
+        switch format {
+        case .json:
+            sink(Self.line(level: event.level, message: event.message.description, metadata: merged, label: label))
+        case .lambdaJSON:
+            sink(
+                Self.line(
+                    level: event.level, message: event.message.description, metadata: merged, label: label,
+                    lambdaKeys: true))
+        case .text:
+            sink(Self.textLine(level: event.level, message: event.message.description, metadata: merged, label: label))
+        }
     }
 
-    static func line(level: Logger.Level, message: String, metadata: Logger.Metadata, label: String) -> String {
-        var text = "{\"ts\":" + JSONText.quote(Timestamp.rfc3339UTC(Date()))
-        text += ",\"level\":" + JSONText.quote(level.rawValue)
+    static func line(
+        level: Logger.Level, message: String, metadata: Logger.Metadata, label: String, lambdaKeys: Bool = false
+    ) -> String {
+        // Lambda's JSON log format reads `timestamp` and a `level` of its own vocabulary (TRACE … FATAL); a level it
+        // does not know counts as INFO, so `warning` would pass a WARN filter's floor unseen.
+        var text = "{\"" + (lambdaKeys ? "timestamp" : "ts") + "\":" + JSONText.quote(Timestamp.rfc3339UTC(Date()))
+        text += ",\"level\":" + JSONText.quote(lambdaKeys ? LogFormat.lambdaLevel(level) : level.rawValue)
         text += ",\"msg\":" + JSONText.quote(message)
         if metadata["function"] == nil { text += ",\"function\":" + JSONText.quote(label) }
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             text += "," + JSONText.quote(key) + ":" + JSONText.encode(value)
         }
         return text + "}\n"
+    }
+}
+
+extension JSONLogHandler {
+    /// `timestamp LEVEL message key=value …`: Lambda's Text log format, for a function configured with it.
+    static func textLine(level: Logger.Level, message: String, metadata: Logger.Metadata, label: String) -> String {
+        var text = Timestamp.rfc3339UTC(Date()) + " " + LogFormat.lambdaLevel(level).uppercased() + " " + message
+        var members = metadata
+        if members["function"] == nil { members["function"] = .string(label) }
+        for (key, value) in members.sorted(by: { $0.key < $1.key }) {
+            text += " " + key + "=" + JSONText.encode(value)
+        }
+        return text.replacing("\n", with: " ") + "\n"
     }
 }
 

@@ -1,0 +1,381 @@
+"""The deployment descriptors must say what the code reads: the next drift fails here instead of in a deploy.
+
+Held against each other:
+- the environment variables the functions read (found in the code that reads them: Configuration, the runtime
+  secrets, the function runtime, logging, migrations, the trust store) — each is a SAM parameter with the code's own
+  default (or a secret's ARN, or Lambda's logging controls), and an env entry of the Knative Service, unless it is
+  in FIXED below with the reason, which docs/deploy.md must also state;
+- infra/functions.json (memoryMB, timeoutSeconds, concurrency, schedule; extra members are tolerated) against the SAM
+  functions' MemorySize, Timeout, ReservedConcurrentExecutions and Schedule, and against the Knative Service's
+  containerConcurrency and timeoutSeconds and the push-sweep CronJob;
+- each function's secrets: the *_SECRET_ARN variables it gets and the secrets its IAM policy may read are the same;
+- infra/docker/Dockerfile against Package.swift: it copies only the staged context (no source folder of the
+  manifest), and the image holds every function product (scripts/image.sh stages the manifest's list) plus what the
+  entrypoint, the migration Job and the CronJob run;
+- the Knative security context, probes and the migration Job.
+
+Also prints each function's environment size as the SAM template deploys it (bytes of names and values), for this
+template and, with --before OLD_TEMPLATE, for an older one with its deploy-time secrets resolved. Exits non-zero on
+any difference, naming it, and prints the `N passed, N failed` line the CI reads.
+"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+
+class _Tags(yaml.SafeLoader):
+    """CloudFormation's short-form intrinsics as one-member maps: `!Ref X` → {"!Ref": "X"}, `!If [c, a, b]` →
+    {"!If": [c, a, b]}, so that conditional values and ARNs can be followed."""
+
+
+def _tag(loader, suffix, node):
+    if isinstance(node, yaml.ScalarNode):
+        return {"!" + suffix: loader.construct_scalar(node)}
+    if isinstance(node, yaml.SequenceNode):
+        return {"!" + suffix: loader.construct_sequence(node, deep=True)}
+    return {"!" + suffix: loader.construct_mapping(node, deep=True)}
+
+
+_Tags.add_multi_constructor("!", _tag)
+
+# Read by the code, deliberately not a deploy setting: variable -> why.
+FIXED = {
+    "AWS_LAMBDA_RUNTIME_API": "set by Lambda (and by the runner for its warm workers)",
+    "AWS_SESSION_TOKEN": "set by Lambda; the Parameters and Secrets extension's request token",
+    "AWS_LAMBDA_LOG_STREAM_NAME": "set by Lambda",
+    "LAMBDA_TASK_ROOT": "set by Lambda (/var/task, where the zip is unpacked)",
+    "AWS_LAMBDA_LOG_FORMAT": "set by Lambda from LoggingConfig.LogFormat (the template sets JSON)",
+    "AWS_LAMBDA_LOG_LEVEL": "set by Lambda from LoggingConfig.ApplicationLogLevel (the template's LogLevel)",
+    "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT": "the extension's own setting; its default 2773 is the code's",
+    "MIGRATIONS_DIR": "the image sets it; on Lambda db-migrate finds migrations/ in its zip",
+    "FCM_API_BASE_URL": "tests and the emulator only; production is always https://fcm.googleapis.com",
+    "FCM_SERVICE_ACCOUNT_FILE": "the runner's and local development's; deployments pass the key as a secret",
+    "SSL_CERT_FILE": "the image sets it to its bundle; on Lambda the system store of provided.al2023",
+    "SSL_CERT_DIR": "as SSL_CERT_FILE",
+}
+# The secrets: on Lambda the ARN variable, on Knative the variable it supplies (from a Kubernetes Secret).
+SECRET_ARNS = {
+    "DATABASE_SECRET_ARN": ("DATABASE_URL", "DatabaseSecretArn"),
+    "SUPABASE_JWT_SECRET_ARN": ("SUPABASE_JWT_SECRET", "SupabaseJwtSecretArn"),
+    "FCM_SERVICE_ACCOUNT_SECRET_ARN": ("FCM_SERVICE_ACCOUNT_JSON", "FcmServiceAccountSecretArn"),
+}
+# Only meaningful on Lambda (with *_SECRET_ARN variables): not a Knative setting.
+LAMBDA_ONLY = {"SECRETS_REFRESH_SECONDS"}
+# Read by libpq itself, not by our code: the template sets them for verify-full (docs/deploy.md).
+LIBPQ = {"PGSSLMODE", "PGSSLROOTCERT"}
+CODE_FILES = [
+    "Shared/CaregiverPush/Config/Configuration.swift",
+    "Shared/CaregiverPush/Config/Configuration+Secrets.swift",
+    "Shared/CaregiverPush/Config/RuntimeSecrets.swift",
+    "Shared/FunctionRuntime/FunctionHost.swift",
+    "Shared/FunctionRuntime/Logging/LogFormat.swift",
+    "Shared/FunctionRuntime/Secrets/SecretsExtension.swift",
+    "Shared/Migrations/MigrationsCustomResource.swift",
+    "Shared/Curl/TrustStore.swift",
+]
+
+failures = []
+passed = 0
+
+
+def check(condition, message):
+    global passed
+    if condition:
+        passed += 1
+    else:
+        failures.append(message)
+
+
+def code_variables():
+    """Variable -> the code's default as text ('' when it has none), from the places that read variables."""
+    text = "\n".join(open(path).read() for path in CODE_FILES)
+    name = r'"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)"'
+    found = {}
+    for pattern in [r"value\(" + name, r"environment\(" + name, r"environment\[" + name + r"\]",
+                    r"integer\(\s*" + name, r"\(\s*" + name + r",\s*(?:\d|\")"]:
+        for match in re.finditer(pattern, text):
+            found.setdefault(match.group(1), "")
+    for match in re.finditer(r'integer\(\s*"(\w+)", default: ([\d_]+)', text):
+        found[match.group(1)] = match.group(2).replace("_", "")
+    for match in re.finditer(r'\("(\w+)", (\d[\d_]*)\)', text):
+        found[match.group(1)] = match.group(2).replace("_", "")
+    for match in re.finditer(r'value\("(\w+)"\) \?\? "([^"]*)"', text):
+        found[match.group(1)] = match.group(2)
+    refresh = re.search(r'"SECRETS_REFRESH_SECONDS"[\s\S]*?seconds \?\? (\d+)', text)
+    if refresh:
+        found["SECRETS_REFRESH_SECONDS"] = refresh.group(1)
+    log_level = re.search(r'environment\["LOG_LEVEL"\][^\n]*\?\? \.(\w+)', text)
+    if log_level:
+        found["LOG_LEVEL"] = log_level.group(1)
+    return found
+
+
+def sam_functions(sam):
+    """Function name (its zip) -> its resource properties."""
+    out = {}
+    for logical_id, resource in sam["Resources"].items():
+        if resource.get("Type") == "AWS::Serverless::Function":
+            name = str(resource["Properties"]["CodeUri"]).rsplit("/", 1)[-1].removesuffix(".zip")
+            out[name] = (logical_id, resource["Properties"])
+    return out
+
+
+def ref(value):
+    return value.get("!Ref") if isinstance(value, dict) else None
+
+
+def main():
+    table = json.load(open("infra/functions.json"))["functions"]
+    sam = yaml.load(open("infra/aws/template.yaml"), Loader=_Tags)
+    service = yaml.safe_load(open("infra/knative/service.yaml"))
+    job = yaml.safe_load(open("infra/knative/migrate-job.yaml"))
+    cron = yaml.safe_load(open("infra/knative/push-sweep-cronjob.yaml"))
+    docs = open("docs/deploy.md").read()
+    variables = code_variables()
+    parameters = sam["Parameters"]
+    globals_ = sam["Globals"]["Function"]
+    global_env = globals_["Environment"]["Variables"]
+    functions = sam_functions(sam)
+
+    # Every variable the code reads: deployable, or fixed on purpose and documented.
+    for variable in sorted(variables):
+        if variable in FIXED:
+            check(f"`{variable}`" in docs, f"docs/deploy.md does not say why {variable} is fixed ({FIXED[variable]})")
+            continue
+        default = variables[variable]
+        if variable in SECRET_ARNS:
+            supplied, parameter = SECRET_ARNS[variable]
+            users = [n for n, (_, p) in functions.items() if variable in p.get("Environment", {}).get("Variables", {})]
+            check(users, f"no SAM function gets {variable}")
+            for name in users:
+                value = functions[name][1]["Environment"]["Variables"][variable]
+                check(ref(value) == parameter, f"{name}: {variable} is not !Ref {parameter}")
+            check(supplied not in global_env, f"the template's Globals set {supplied} itself: a deploy-time secret")
+            continue
+        if variable in SECRET_ARNS_SUPPLIED:
+            continue  # checked through its ARN variable on Lambda; Knative below
+        if variable == "LOG_LEVEL":
+            logging = globals_.get("LoggingConfig", {})
+            check(logging.get("LogFormat") == "JSON", "Globals.LoggingConfig.LogFormat is not JSON")
+            level = parameters.get(ref(logging.get("ApplicationLogLevel")) or "", {})
+            check(str(level.get("Default", "")).upper() == default.upper(),
+                  f"LogLevel's default {level.get('Default')!r} is not the code's {default!r}")
+            continue
+        value = global_env.get(variable)
+        check(value is not None, f"{variable} is read by the code but the SAM template cannot set it")
+        if value is None:
+            continue
+        if variable == "METRICS_NAMESPACE":
+            text = str(value.get("!Sub", "")) if isinstance(value, dict) else ""
+            check(text.startswith(default) and "${Stage}" in text,
+                  f"METRICS_NAMESPACE is not the code's {default!r} with the stage: {value}")
+            continue
+        parameter = parameters.get(ref(value) or "")
+        check(parameter is not None, f"{variable} is not !Ref of a parameter")
+        if parameter is not None:
+            check(str(parameter.get("Default", "")) == default,
+                  f"parameter {ref(value)} defaults to {parameter.get('Default')!r}, the code to {default!r}")
+    for variable in global_env:
+        check(variable in variables or variable in LIBPQ, f"the template sets {variable}, which nothing reads")
+    check(any(parameters.get(p, {}).get("Default") == "" for p in ["SupabaseJwksUrl"]),
+          "SupabaseJwksUrl is not a parameter")
+    check("SupabaseJwksUrl" in json.dumps(sam["Rules"], default=str), "the key rule does not accept SupabaseJwksUrl")
+
+    # The function table against the SAM functions.
+    for entry in table:
+        name = entry["name"]
+        check(name in functions, f"{name} of infra/functions.json is not a SAM function")
+        if name not in functions:
+            continue
+        properties = functions[name][1]
+        check(properties.get("MemorySize", globals_.get("MemorySize")) == entry["memoryMB"],
+              f"{name}: MemorySize is not memoryMB {entry['memoryMB']}")
+        check(properties.get("Timeout", globals_.get("Timeout")) == entry["timeoutSeconds"],
+              f"{name}: Timeout is not timeoutSeconds {entry['timeoutSeconds']}")
+        check(properties.get("ReservedConcurrentExecutions") == entry["concurrency"],
+              f"{name}: ReservedConcurrentExecutions is not concurrency {entry['concurrency']}")
+        schedules = [e["Properties"]["Schedule"] for e in properties.get("Events", {}).values()
+                     if e["Type"] == "Schedule"]
+        check(schedules == ([entry["schedule"]] if "schedule" in entry else []),
+              f"{name}: schedule {schedules} is not {entry.get('schedule')}")
+    api = next(r for r in sam["Resources"].values() if r.get("Type") == "AWS::Serverless::HttpApi")
+    route = api["Properties"].get("DefaultRouteSettings", {})
+    check("ThrottlingBurstLimit" in route and "ThrottlingRateLimit" in route, "the HTTP API has no default throttling")
+
+    # Each function's secrets: the ARNs it gets are exactly the ones its policy may read.
+    for name, (logical_id, properties) in functions.items():
+        arns = {v: p for v, (_, p) in SECRET_ARNS.items()
+                if v in properties.get("Environment", {}).get("Variables", {})}
+        resources = set()
+        for policy in properties.get("Policies", []):
+            for statement in policy.get("Statement", []):
+                if "secretsmanager:GetSecretValue" in json.dumps(statement.get("Action")):
+                    for resource in statement["Resource"]:
+                        if isinstance(resource, dict) and "!If" in resource:
+                            resource = resource["!If"][1]  # the ARN when its secret is given
+                        if ref(resource):
+                            resources.add(ref(resource))
+        check(resources == set(arns.values()),
+              f"{name}: reads secrets {sorted(arns.values())} but its policy grants {sorted(resources)}")
+    check("SUPABASE_JWT_SECRET_ARN" not in functions["db-migrate"][1]["Environment"]["Variables"]
+          and "FCM_SERVICE_ACCOUNT_SECRET_ARN" not in functions["db-migrate"][1]["Environment"]["Variables"],
+          "db-migrate gets more than the database secret")
+
+    # Knative: every deployable variable an env entry; the table's limits; probes; security.
+    spec = service["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    knative_env = {e["name"]: e for e in container["env"]}
+    for variable, default in sorted(variables.items()):
+        if variable in FIXED or variable in SECRET_ARNS or variable in LAMBDA_ONLY:
+            continue
+        check(variable in knative_env, f"infra/knative/service.yaml cannot set {variable}")
+        entry = knative_env.get(variable, {})
+        if "value" in entry and default and variable not in ("METRICS_NAMESPACE", "LOG_LEVEL"):
+            check(str(entry["value"]) == default, f"Knative's {variable}={entry['value']} is not the code's {default}")
+    routed = [f for f in table if "path" in f]
+    check(spec["containerConcurrency"] == sum(f["concurrency"] for f in routed),
+          "containerConcurrency is not the routed functions' total concurrency")
+    check(spec["timeoutSeconds"] >= max(f["timeoutSeconds"] for f in routed),
+          "the Knative timeout is shorter than a routed function's")
+    check(container["readinessProbe"]["httpGet"]["path"] == "/readyz", "the readiness probe is not GET /readyz")
+    check(container["livenessProbe"]["httpGet"]["path"] == "/healthz", "the liveness probe is not GET /healthz")
+    for what, pod, box in [("service", spec, container), ("migration job", job["spec"]["template"]["spec"],
+                                                          job["spec"]["template"]["spec"]["containers"][0]),
+                           ("cronjob", cron["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+                            cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0])]:
+        security = box.get("securityContext", {})
+        check(pod.get("securityContext", {}).get("runAsNonRoot") is True, f"{what}: runAsNonRoot is not set")
+        check(security.get("allowPrivilegeEscalation") is False, f"{what}: privilege escalation is allowed")
+        check(security.get("readOnlyRootFilesystem") is True, f"{what}: the root file system is writable")
+        check(security.get("capabilities", {}).get("drop") == ["ALL"], f"{what}: capabilities are not all dropped")
+    sweep = next(f for f in table if f["name"] == "push-sweep")
+    cron_job = cron["spec"]["jobTemplate"]["spec"]
+    check(cron_job["activeDeadlineSeconds"] == sweep["timeoutSeconds"], "the CronJob's deadline is not push-sweep's")
+    check(sweep["schedule"] == "rate(1 minute)" and cron["spec"]["schedule"] == "* * * * *",
+          "the CronJob's schedule is not push-sweep's")
+
+    # The Dockerfile against the manifest: staged artifacts only, and every function in the image.
+    dockerfile = open("infra/docker/Dockerfile").read()
+    manifest = open("Package.swift").read()
+    source_folders = {p.split("/")[0] for p in re.findall(r'path: "([^"]+)"', manifest)} | {"Functions"}
+    copies = re.findall(r"^COPY (?:--\S+ )*(\S+) ", dockerfile, re.M)
+    check(copies == ["app/"], f"the Dockerfile copies {copies}, not only the staged app/")
+    check(not any(re.search(rf"\b{folder}\b/", line) for line in dockerfile.splitlines() if line.startswith("COPY")
+                  for folder in source_folders), "the Dockerfile copies a source folder")
+    check(re.search(r"^ARG BASE=", dockerfile, re.M) and re.search(r"^FROM \$\{BASE\}", dockerfile, re.M),
+          "the Dockerfile's base is not the BASE build argument")
+    check(re.search(r"^USER (?!0|root)\d+", dockerfile, re.M), "the image does not run as a numeric non-root user")
+    products = re.findall(r'\("([a-z-]+)", "[A-Za-z]+"\)', manifest)
+    staged = subprocess.run(
+        ["python3", "-c", re.search(r"python3 -c '(.*?)'\)\)", open("scripts/image.sh").read()).group(1)],
+        capture_output=True, text=True).stdout.split()
+    check(staged == products, f"scripts/image.sh stages {staged}, Package.swift has {products}")
+    check({f["name"] for f in table} <= set(products), "a function of the table is not a product of Package.swift")
+    check("db-migrate" in products and "push-sweep" in products, "the image lacks db-migrate or push-sweep")
+    run_in_image = re.findall(r"/app/bin/([a-z-]+)", dockerfile + json.dumps(job) + json.dumps(cron))
+    check(set(run_in_image) <= set(products) | {"runner"}, f"the image is asked to run {set(run_in_image)}")
+    check("--max-body 16384" in dockerfile, "the entrypoint does not bound request bodies to the functions' 16 KiB")
+
+    for line in env_size_report():
+        print(line)
+    for message in failures:
+        print(f"descriptors: {message}", file=sys.stderr)
+    print(f"{passed} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+SECRET_ARNS_SUPPLIED = {supplied for supplied, _ in SECRET_ARNS.values()}
+
+
+def sample_values():
+    """Realistic values: ARNs and URLs of their real length, an FCM key file made here, two RSA keys' JWKS."""
+    with tempfile.NamedTemporaryFile() as key:
+        subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out",
+                        key.name], check=True, capture_output=True)
+        pem = open(key.name).read()
+    import base64
+    key_file = json.dumps({
+        "type": "service_account", "project_id": "caregiver-push-prod", "private_key_id": "0" * 40,
+        "private_key": pem, "client_email": "firebase-adminsdk-abcde@caregiver-push-prod.iam.gserviceaccount.com",
+        "client_id": "1" * 21, "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+        "token_uri": "https://oauth2.googleapis.com/token",
+        "auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs",
+        "client_x509_cert_url": "https://www.googleapis.com/robot/v1/metadata/x509/firebase-adminsdk-abcde%40"
+                                "caregiver-push-prod.iam.gserviceaccount.com", "universe_domain": "googleapis.com"},
+        indent=2)
+    rsa_key = {"kty": "RSA", "kid": "k" * 36, "alg": "RS256", "use": "sig", "e": "AQAB", "n": "n" * 342}
+    arn = "arn:aws:secretsmanager:ap-northeast-1:123456789012:secret:caregiver-push/prod/{}-AbCdEf"
+    return {
+        "DatabaseSecretArn": arn.format("database"), "SupabaseJwtSecretArn": arn.format("jwt"),
+        "FcmServiceAccountSecretArn": arn.format("fcm"),
+        "SupabaseJwksUrl": "https://abcdefghijklmnopqrst.supabase.co/auth/v1/.well-known/jwks.json",
+        "SupabaseJwtIssuer": "https://abcdefghijklmnopqrst.supabase.co/auth/v1",
+        "SupabaseJwks": json.dumps({"keys": [rsa_key, dict(rsa_key, kid="j" * 36)]}),
+        # What {{resolve:secretsmanager:…}} put in the old template's configuration.
+        "resolved:DatabaseSecretArn": "postgresql://postgres.abcdefghijklmnopqrst:" + "p" * 32
+                                      + "@aws-0-ap-northeast-1.pooler.supabase.com:6543/postgres?sslmode=require",
+        "resolved:SupabaseJwtSecretArn": "s" * 88,
+        "resolved:FcmServiceAccountSecretArn": base64.b64encode(key_file.encode()).decode(),
+        "Stage": "prod", "PushEnvironment": "PROD",
+    }
+
+
+def render(value, parameters, samples, inline_jwks):
+    """A template value as deployed: parameters by their sample or default, resolved secrets by their sample."""
+    if isinstance(value, dict):
+        if "!Ref" in value:
+            name = value["!Ref"]
+            if name == "SupabaseJwks":
+                return samples["SupabaseJwks"] if inline_jwks else ""
+            if name in samples:
+                return samples[name]
+            return str(parameters.get(name, {}).get("Default", ""))
+        if "!Sub" in value:
+            text = value["!Sub"]
+            resolved = re.search(r"\{\{resolve:secretsmanager:\$\{(\w+)\}", text)
+            if resolved:
+                return samples["resolved:" + resolved.group(1)]
+            return re.sub(r"\$\{(\w+)\}", lambda m: samples.get(m.group(1), "x"), text)
+        return ""  # !If … NoValue: counted by the caller
+    return str(value)
+
+
+def env_sizes(path, samples, inline_jwks):
+    sam = yaml.load(open(path), Loader=_Tags)
+    parameters = sam["Parameters"]
+    sizes = {}
+    for name, (_, properties) in sam_functions(sam).items():
+        variables = dict(sam["Globals"]["Function"]["Environment"]["Variables"])
+        variables.update(properties.get("Environment", {}).get("Variables", {}))
+        total = 0
+        for key, value in variables.items():
+            if isinstance(value, dict) and "!If" in value:
+                value = value["!If"][1]  # the secret is set (the case that counts)
+            text = render(value, parameters, samples, inline_jwks)
+            if text != "" or not isinstance(value, dict):
+                total += len(key) + len(text.encode())
+        sizes[name] = total
+    return sizes
+
+
+def env_size_report():
+    before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
+    samples = sample_values()
+    lines = []
+    for label, path in ([("before", before)] if before else []) + [("now", "infra/aws/template.yaml")]:
+        for jwks in (False, True):
+            sizes = env_sizes(path, samples, jwks)
+            what = "with an inline two-key JWKS" if jwks else "JWKS by URL"
+            lines.append(f"environment bytes ({label}, {what}): "
+                         + ", ".join(f"{name} {size}" for name, size in sizes.items()))
+            if label == "now":
+                check(max(sizes.values()) < 4096, f"a function's environment reaches Lambda's 4 KB: {sizes}")
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())
