@@ -8,7 +8,7 @@ import Testing
 /// Serialized: T007 fixes the token to "test-token", and the server hands a token registered by one caregiver over
 /// to the next (`TOKEN_REASSIGNED`), so two of these at once would disturb each other's rows.
 @MainActor
-@Suite("kit: the push toggle (T007)", .serialized, .enabled(if: !ServerStack.unitOnly))
+@Suite("kit: the push toggle (T007)", .serialized, .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
 struct CaregiverPushSettingsTests {
     @Test("T007 (1): initially isPushEnabled = false (default OFF) and isUpdating = false")
     func initialState() throws {

@@ -7,7 +7,7 @@ import Testing
 /// would, opens that patient's History at that dose's date and slot — tapped from the background, from a cold start,
 /// or from the in-app banner in the foreground. Then push off, and the next dose reaches the phone no more.
 @MainActor
-@Suite("kit: end to end against the runner", .enabled(if: !ServerStack.unitOnly))
+@Suite("kit: end to end against the runner", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
 struct ClientEndToEndTests {
     /// A caregiver of two patients, each with doses at 13:00 (noon) and 21:00 (bedtime).
     struct Household {

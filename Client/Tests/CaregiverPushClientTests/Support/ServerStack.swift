@@ -153,7 +153,13 @@ enum Seed {
 
     /// A patient session; returns the token text (the database keeps its SHA-256 only).
     static func session(_ database: Database, patient: UUID) throws -> String {
-        let token = "pst_" + (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "")
+        // `pst_` and 43 base64url characters, the shape the functions accept (32 random bytes).
+        var bytes = [UInt8]()
+        for _ in 0..<32 { bytes.append(UInt8.random(in: 0...255)) }
+        let token =
+            "pst_"
+            + Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         try database.query(
             """
             INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
@@ -225,17 +231,19 @@ final class RunnerServer: @unchecked Sendable {
     private let process: Process
     private let log = LockedData()
 
-    /// A cold runner against the test database, `PUSH_ENVIRONMENT=DEV`, no schedules.
-    static func forClient(environment: [String: String] = testEnvironment()) throws -> RunnerServer {
+    /// A runner (cold unless told) against the test database, `PUSH_ENVIRONMENT=DEV`, no schedules.
+    static func forClient(environment: [String: String] = testEnvironment(), mode: String = "cold") throws
+        -> RunnerServer
+    {
         try ServerStack.migrated()
-        return try RunnerServer(environment: environment)
+        return try RunnerServer(environment: environment, mode: mode)
     }
 
-    private init(environment: [String: String]) throws {
+    private init(environment: [String: String], mode: String) throws {
         let process = Process()
         process.executableURL = try ServerStack.binDirectory().appendingPathComponent("runner")
         process.arguments = [
-            "serve", "--port", "0", "--mode", "cold", "--fcm-emulator", "--no-schedules", "--functions",
+            "serve", "--port", "0", "--mode", mode, "--fcm-emulator", "--no-schedules", "--functions",
             ServerStack.repositoryRoot.appendingPathComponent("infra/functions.json").path,
         ]
         process.environment = environment
