@@ -257,10 +257,12 @@ struct PushRegistrationTests {
         #expect(enabled.json?["device"] == .object(["enabled": .bool(true), "disabledReason": .null]))
         try TestDatabase.with { connection in
             try connection.query(
-                "UPDATE push_devices SET is_enabled = false, disabled_reason = 'UNREGISTERED' WHERE owner_id = \(caregiver)")
+                "UPDATE push_devices SET is_enabled = false, disabled_reason = 'UNREGISTERED' WHERE owner_id = \(caregiver)"
+            )
         }
         let disabled = try status(as: caregiver, token: token)
-        #expect(disabled.json?["device"] == .object(["enabled": .bool(false), "disabledReason": .string("UNREGISTERED")]))
+        #expect(
+            disabled.json?["device"] == .object(["enabled": .bool(false), "disabledReason": .string("UNREGISTERED")]))
         // Read-only: the disabled row stays disabled and last_seen_at does not move.
         let after = try TestDatabase.with { try Seed.devices($0, owner: caregiver) }
         #expect(after.map(\.isEnabled) == [false] && after.first?.lastSeenAt == before.first?.lastSeenAt)

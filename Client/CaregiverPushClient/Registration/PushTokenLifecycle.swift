@@ -159,7 +159,9 @@ public final class PushTokenLifecycle {
         await acquire()
         defer { release() }
         guard let token = store.string(forKey: StateKey.registeredToken) else { return nil }
-        return (token, try await api.deviceStatus(token: token, environment: environment, installationId: installationId))
+        return (
+            token, try await api.deviceStatus(token: token, environment: environment, installationId: installationId)
+        )
     }
 
     /// Push is OFF because the server disabled this phone: forgets the registration and keeps the reason.

@@ -76,7 +76,9 @@ struct ClientEndToEndTests {
         let banner = try #require(presenter.banner)
         // The server's text, worded exactly as the kit's catalog words it.
         let strings = CaregiverPushStrings(language: "ja")
-        #expect(banner.title == strings(.pushTitle) && banner.body == strings.doseTakenBody(displayName: "山田太郎", withinTime: false))
+        #expect(
+            banner.title == strings(.pushTitle)
+                && banner.body == strings.doseTakenBody(displayName: "山田太郎", withinTime: false))
         #expect(banner.accessibilityLabel.contains(banner.body) && !banner.accessibilityHint.isEmpty)
         #expect(presenter.tapBanner())
         #expect(foregroundRouter.takeNavigation(selectedPatientID: home.first, linkedPatientIDs: linked) == expected)

@@ -26,16 +26,22 @@ struct ErrorStateTests {
     func unauthorized() async throws {
         let server = try RunnerServer.forClient()
         let api = Self.api(server.baseURL, bearer: try caregiverToken(UUID(), expiresIn: -600))
-        let state = await Self.state { () async throws(PushAPIError) in try await api.unregister(token: makeDeviceToken()) }
+        let state = await Self.state { () async throws(PushAPIError) in
+            try await api.unregister(token: makeDeviceToken())
+        }
         #expect(state == .signInRequired && state?.action == .signIn)
     }
 
     @Test("a patient's session on a caregiver endpoint (403 /problems/forbidden) → sign in again")
     func patientBearer() async throws {
         let server = try RunnerServer.forClient()
-        let session = try TestDatabase.with { database in try Seed.session(database, patient: try Seed.patient(database)) }
+        let session = try TestDatabase.with { database in
+            try Seed.session(database, patient: try Seed.patient(database))
+        }
         let api = Self.api(server.baseURL, bearer: session)
-        let state = await Self.state { () async throws(PushAPIError) in try await api.unregister(token: makeDeviceToken()) }
+        let state = await Self.state { () async throws(PushAPIError) in
+            try await api.unregister(token: makeDeviceToken())
+        }
         #expect(state == .signInRequired)
     }
 
@@ -48,15 +54,19 @@ struct ErrorStateTests {
         #expect(app.settings.errorState?.action == .reportBug && !app.settings.isPushEnabled)
     }
 
-    @Test("503 /problems/unavailable and no network → retry; a wrong base path (404 /problems/not-found) → a bug report")
+    @Test(
+        "503 /problems/unavailable and no network → retry; a wrong base path (404 /problems/not-found) → a bug report")
     func retryAndNotFound() async throws {
         let down = try PushTokenLifecycleTests.serverWithoutDatabase()
         let unavailable = Self.api(down.baseURL, bearer: try caregiverToken(UUID()))
-        #expect(await Self.state { () async throws(PushAPIError) in try await unavailable.unregister(token: "t") } == .retry)
+        #expect(
+            await Self.state { () async throws(PushAPIError) in try await unavailable.unregister(token: "t") } == .retry
+        )
         let closed = try SilentListener()
         closed.close()
         let offline = Self.api(closed.url, bearer: "x")
-        #expect(await Self.state { () async throws(PushAPIError) in try await offline.unregister(token: "t") } == .retry)
+        #expect(
+            await Self.state { () async throws(PushAPIError) in try await offline.unregister(token: "t") } == .retry)
         let server = try RunnerServer.forClient()
         let wrong = Self.api(server.baseURL.appendingPathComponent("v2"), bearer: try caregiverToken(UUID()))
         #expect(

@@ -21,7 +21,8 @@ struct ForegroundPresenterTests {
         #expect(presenter.willPresent(userInfo: Self.push, mode: .caregiver) == [.list, .sound])
         let banner = try #require(presenter.banner)
         #expect(banner.title == "服薬記録" && banner.body == "山田花子さんが薬を服用しました")
-        #expect(banner.target == CaregiverPushDeepLinkTarget(patientID: Self.patient, dateKey: "2026-02-11", slot: .noon))
+        #expect(
+            banner.target == CaregiverPushDeepLinkTarget(patientID: Self.patient, dateKey: "2026-02-11", slot: .noon))
         #expect(banner.accessibilityLabel == "通知、服薬記録、山田花子さんが薬を服用しました")
         #expect(banner.accessibilityHint == "ダブルタップすると、服薬の履歴を開きます。")
         let english = CaregiverPushForegroundPresenter(

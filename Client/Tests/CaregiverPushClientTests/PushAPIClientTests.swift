@@ -73,7 +73,8 @@ struct PushAPIClientTests {
     func transportFailures() async throws {
         let silent = try SilentListener()
         await #expect(throws: PushAPIError.timedOut) {
-            try await Self.client(silent.url, bearer: "x", budget: .init(total: 1, attemptTimeout: 1)).unregister(token: makeDeviceToken())
+            try await Self.client(silent.url, bearer: "x", budget: .init(total: 1, attemptTimeout: 1)).unregister(
+                token: makeDeviceToken())
         }
         let closed = try SilentListener()
         closed.close()

@@ -55,20 +55,24 @@ struct PushDeepLinkTests {
             "2026/02/11", "2026-02-11T00:00:00+09:00", "２０２６-02-11", "", "0000-01-01", "2026-02-1a",
         ])
     func malformedDate(date: String) {
-        #expect(CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": date, "slot": "morning"]) == nil)
+        #expect(
+            CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": date, "slot": "morning"]) == nil)
         #expect(CaregiverPushDeepLink.target(localIdentifier: "notif:\(date):morning:1") == nil)
     }
 
     @Test("leap days and month ends that exist are accepted", arguments: ["2024-02-29", "2000-02-29", "2026-12-31"])
     func validDates(date: String) {
-        #expect(CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": date, "slot": "noon"])?.dateKey == date)
+        #expect(
+            CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": date, "slot": "noon"])?.dateKey
+                == date)
     }
 
     @Test("a value that is not a string → no target, even when its text would be right")
     func nonStringValues() {
         let good: [String: Any] = ["type": "DOSE_TAKEN", "date": "2026-02-11", "slot": "evening"]
         #expect(
-            CaregiverPushDeepLink.target(remotePush: good) == CaregiverPushDeepLinkTarget(dateKey: "2026-02-11", slot: .evening))
+            CaregiverPushDeepLink.target(remotePush: good)
+                == CaregiverPushDeepLinkTarget(dateKey: "2026-02-11", slot: .evening))
         let replacements: [(String, Any)] = [
             ("type", 1), ("type", ["DOSE_TAKEN"]), ("date", 20_260_211), ("date", Date()), ("slot", 0),
             ("slot", NSNull()), ("slot", ["morning"]), ("type", Optional<String>.none as Any),
@@ -86,7 +90,8 @@ struct PushDeepLinkTests {
         "an unknown slot, wrong case, or padding → no target",
         arguments: ["Morning", "MORNING", " morning", "night", ""])
     func unknownSlot(slot: String) {
-        #expect(CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": "2026-02-11", "slot": slot]) == nil)
+        #expect(
+            CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": "2026-02-11", "slot": slot]) == nil)
     }
 
     @Test("extra keys iOS adds (aps, gcm.message_id) and the other data fields do not disturb routing")
@@ -98,7 +103,8 @@ struct PushDeepLinkTests {
             "gcm.message_id": "1700000000000000", AnyHashable(42): "not a string key",
         ]
         #expect(
-            CaregiverPushDeepLink.target(remotePush: userInfo) == CaregiverPushDeepLinkTarget(patientID: patient, dateKey: "2026-02-11", slot: .noon))
+            CaregiverPushDeepLink.target(remotePush: userInfo)
+                == CaregiverPushDeepLinkTarget(patientID: patient, dateKey: "2026-02-11", slot: .noon))
     }
 
     @Test(

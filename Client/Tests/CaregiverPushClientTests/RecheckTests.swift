@@ -5,7 +5,9 @@ import Testing
 /// US4-2 and US4-3: on launch and on every return to the foreground the app re-checks permission, token and the
 /// server's record of the phone, against a real runner, PostgreSQL and the FCM emulator.
 @MainActor
-@Suite("kit: re-checks on launch and return to the foreground", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+@Suite(
+    "kit: re-checks on launch and return to the foreground", .enabled(if: !ServerStack.unitOnly),
+    .timeLimit(.minutes(2)))
 struct RecheckTests {
     static func rows(_ app: CaregiverApp) throws -> [Seed.Device] {
         try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }
@@ -72,12 +74,18 @@ struct RecheckTests {
         let (session, medication) = try TestDatabase.with { database in
             let patient = try Seed.patient(database)
             try Seed.link(database, caregiver: app.caregiver, patient: patient)
-            return (try Seed.session(database, patient: patient), try Seed.medication(database, patient: patient, times: ["08:00"]))
+            return (
+                try Seed.session(database, patient: patient),
+                try Seed.medication(database, patient: patient, times: ["08:00"])
+            )
         }
         #expect(await app.settings.recheck() == .unchanged)
         let dose = try await server.post(
             "/api/dose-records", bearer: session,
-            body: ["medicationId": medication.uuidString.lowercased(), "scheduledAt": TokyoDay.instant(TokyoDay.offset(-1), "08:00")])
+            body: [
+                "medicationId": medication.uuidString.lowercased(),
+                "scheduledAt": TokyoDay.instant(TokyoDay.offset(-1), "08:00"),
+            ])
         #expect(dose.status == 200)
         // The push goes out after the answer: wait for the server to record FCM's UNREGISTERED.
         var reason: String?

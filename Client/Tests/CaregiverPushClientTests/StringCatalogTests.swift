@@ -48,8 +48,10 @@ struct StringCatalogTests {
         func placeholders(_ text: String) -> [String] {
             let regex = try? NSRegularExpression(pattern: "%([0-9]+\\$)?@")
             let range = NSRange(text.startIndex..., in: text)
-            return (regex?.matches(in: text, range: range) ?? []).compactMap { Range($0.range, in: text).map { String(text[$0]) } }
-                .sorted()
+            return (regex?.matches(in: text, range: range) ?? []).compactMap {
+                Range($0.range, in: text).map { String(text[$0]) }
+            }
+            .sorted()
         }
         for key in CaregiverPushStringKey.allCases {
             #expect(placeholders(tables["ja"]?[key.rawValue] ?? "") == placeholders(tables["en"]?[key.rawValue] ?? ""))

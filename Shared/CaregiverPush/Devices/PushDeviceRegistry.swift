@@ -150,7 +150,8 @@ public struct PushDeviceRegistry {
               AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token)
             """)
         guard let row = rows.first else { return nil }
-        return DeviceStatus(enabled: try row.decode(Bool.self, at: 0), disabledReason: try row.decode(String?.self, at: 1))
+        return DeviceStatus(
+            enabled: try row.decode(Bool.self, at: 0), disabledReason: try row.decode(String?.self, at: 1))
     }
 
     /// Soft-disables the caregiver's device with this token (`USER_DISABLED`). Touches no other owner's row.

@@ -24,7 +24,9 @@ enum ServerStack {
     }
 
     static func variable(_ name: String) throws -> String {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { throw Missing(variable: name) }
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+            throw Missing(variable: name)
+        }
         return value
     }
 
@@ -120,7 +122,9 @@ struct Database {
         let output = try ServerStack.run(
             URL(fileURLWithPath: "/usr/bin/env"),
             ["psql", "-X", "-q", "-A", "-t", "-F", "\u{1F}", "-v", "ON_ERROR_STOP=1", url, "-c", sql],
-            environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "PGCONNECT_TIMEOUT": "10"])
+            environment: [
+                "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "PGCONNECT_TIMEOUT": "10",
+            ])
         guard output.status == 0 else { throw ServerStack.Failure("psql failed: \(output.stderr)") }
         return output.stdout.split(separator: "\n", omittingEmptySubsequences: true).map {
             $0.split(separator: "\u{1F}", omittingEmptySubsequences: false).map(String.init)

@@ -154,6 +154,10 @@ final class SlowProxy: Sendable {
 final class Counter: Sendable {
     private let storage = Mutex(0)
     @discardableResult
-    func increment() -> Int { storage.withLock { $0 += 1; return $0 } }
+    func increment() -> Int {
+        storage.withLock {
+            $0 += 1; return $0
+        }
+    }
     var value: Int { storage.withLock { $0 } }
 }
