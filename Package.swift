@@ -23,8 +23,8 @@ let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 
 let package = Package(
     name: "caregiver-push",
-    // iOS is for the app's `CaregiverPushClient` (iOS 17+); the server's targets only ever build on Linux and macOS.
-    platforms: [.macOS(.v15), .iOS(.v17)],
+    // The server's targets build on Linux and macOS; the app's kit is its own package (Client/Package.swift).
+    platforms: [.macOS(.v15)],
     products: functions.map { .executable(name: $0.product, targets: [$0.target]) } + [
         .executable(name: "runner", targets: ["Runner"]),
         .executable(name: "bench", targets: ["Benchmarks"]),
@@ -32,10 +32,11 @@ let package = Package(
         .library(
             name: "CaregiverPush",
             targets: ["Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush"]),
-        // What the caregiver's iOS app adds through SwiftPM: deep links, the push toggle, token lifecycle, API client.
-        .library(name: "CaregiverPushClient", targets: ["CaregiverPushClient"]),
     ],
     dependencies: [
+        // The app kit (Client/Package.swift): the server uses its `PushPayloadContract` (the push's `data` keys and
+        // slots), so the message builder and the app's router share one definition. The kit depends on nothing here.
+        .package(name: "caregiver-push-client", path: "Client"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -75,7 +76,8 @@ let package = Package(
         .target(
             name: "CaregiverPush",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "PushPayloadContract", logging,
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", logging,
+                .product(name: "PushPayloadContract", package: "caregiver-push-client"),
             ],
             path: "Shared/CaregiverPush",
             swiftSettings: strict
@@ -94,16 +96,6 @@ let package = Package(
                 "CProcessLimits", "Codecs", logging, .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             path: "Shared/FunctionHostKit",
-            swiftSettings: strict
-        ),
-        // The push payload's slot enum, `data` keys and `type`: the one definition the server's message builder and
-        // the app's deep-link router share. Foundation-free, so the app pays nothing for it.
-        .target(name: "PushPayloadContract", path: "Client/PushPayloadContract", swiftSettings: strict),
-        // The app side. Depends on nothing of the server's: Foundation (FoundationNetworking on Linux) and Observation.
-        .target(
-            name: "CaregiverPushClient",
-            dependencies: ["PushPayloadContract"],
-            path: "Client/CaregiverPushClient",
             swiftSettings: strict
         ),
         .target(
@@ -159,7 +151,8 @@ let package = Package(
             dependencies: [
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
                 "FunctionHostKit", "CProcessLimits",
-                "CaregiverPushClient",
+                // The kit's router and catalog, read against the server's message builder (KitContractTests).
+                .product(name: "CaregiverPushClient", package: "caregiver-push-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/CaregiverPushTests",

@@ -7,6 +7,7 @@
 #                                   both passes, the client consumer, the leak scan)
 #   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests)
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
+#   scripts/test.sh --kit [ARGS]    the app kit's package only (Client/: `swift test ARGS…` there), then the consumer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,6 +53,14 @@ run_pooled_pass() (
     fi
 )
 
+# The app kit (Client/, a package of its own with no server dependency): its unit tests, and its end-to-end tests
+# against the runner, functions and FCM emulator built above (FUNCTIONS_BIN_DIR) and this run's PostgreSQL
+# (DATABASE_URL) — they fail without both. Then the consumer check: an app-like package that resolves only the kit.
+run_kit_tests() {
+    swift test --package-path Client --scratch-path .build/client-kit "$@"
+    swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer
+}
+
 run_tests() {
     # Lint first (whole runs): swift-format, from the toolchain, in strict mode over every Swift file (make lint).
     if [ "$#" -eq 0 ]; then
@@ -65,6 +74,11 @@ run_tests() {
     # The pooler tests must run here, not skip: the test command installs pgbouncer.
     TEST_REQUIRE_PGBOUNCER=1
     export FUNCTIONS_BIN_DIR LEAK_CAPTURE_DIR TEST_REQUIRE_PGBOUNCER
+    if [ "${1:-}" = "--kit" ]; then
+        shift
+        run_kit_tests "$@"
+        return
+    fi
     if [ "${1:-}" = "--pooled" ]; then
         shift
         swift build --build-tests
@@ -79,10 +93,10 @@ run_tests() {
         IMAGE_REUSE_ZIPS=1 scripts/image-check.sh
     fi
     swift test "$@"
-    # Whole runs only: the app's view of the CaregiverPushClient product (a package outside this one, public API
-    # only), and the executable suites again behind PgBouncer.
+    # Whole runs only: the app kit's own package and the app's view of it, then the executable suites again behind
+    # PgBouncer.
     if [ "$#" -eq 0 ]; then
-        swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer
+        run_kit_tests
         run_pooled_pass
     fi
     # Only a whole run (no filter) has captured enough to judge. First the scan must catch a planted token.

@@ -233,6 +233,59 @@ struct PushRegistrationTests {
         #expect(fieldErrors(result) == ["token": "token is required"])
     }
 
+    func status(as caregiver: UUID, token: String, statusOnly: JSONValue = .bool(true)) throws -> Invocation {
+        invoke(
+            PushRegister(),
+            event: makeEvent(
+                path: "/api/push/register", bearer: try caregiverToken(caregiver),
+                body: json([
+                    "token": .string(token), "platform": .string("ios"), "environment": .string("DEV"),
+                    "statusOnly": statusOnly,
+                ])))
+    }
+
+    @Test("statusOnly answers the caller's record of the token and changes nothing: enabled, disabled with why, none")
+    func statusOnly() throws {
+        let caregiver = UUID()
+        let token = makeDeviceToken()
+        let none = try status(as: caregiver, token: token)
+        #expect(none.status == 200 && none.json == .object(["ok": .bool(true), "device": .null]))
+        #expect(try TestDatabase.with { try Seed.devices($0, owner: caregiver) }.isEmpty)
+        #expect(try register(as: caregiver, token: token).status == 200)
+        let before = try TestDatabase.with { try Seed.devices($0, owner: caregiver) }
+        let enabled = try status(as: caregiver, token: token)
+        #expect(enabled.json?["device"] == .object(["enabled": .bool(true), "disabledReason": .null]))
+        try TestDatabase.with { connection in
+            try connection.query(
+                "UPDATE push_devices SET is_enabled = false, disabled_reason = 'UNREGISTERED' WHERE owner_id = \(caregiver)"
+            )
+        }
+        let disabled = try status(as: caregiver, token: token)
+        #expect(
+            disabled.json?["device"] == .object(["enabled": .bool(false), "disabledReason": .string("UNREGISTERED")]))
+        // Read-only: the disabled row stays disabled and last_seen_at does not move.
+        let after = try TestDatabase.with { try Seed.devices($0, owner: caregiver) }
+        #expect(after.map(\.isEnabled) == [false] && after.first?.lastSeenAt == before.first?.lastSeenAt)
+        // Another caregiver learns nothing of this one's device; statusOnly false is a registration.
+        #expect(try status(as: UUID(), token: token).json?["device"] == .null)
+        #expect(try status(as: caregiver, token: token, statusOnly: .bool(false)).json == .object(["ok": .bool(true)]))
+        #expect(try TestDatabase.with { try Seed.devices($0, owner: caregiver) }.map(\.isEnabled) == [true])
+    }
+
+    @Test("statusOnly must be a boolean; the rest of the body is still validated")
+    func statusOnlyValidation() throws {
+        for value: JSONValue in [.string("true"), .number(1), .array([])] {
+            let result = try status(as: UUID(), token: makeDeviceToken(), statusOnly: value)
+            #expect(result.status == 422 && fieldErrors(result) == ["statusOnly": "statusOnly must be a boolean"])
+        }
+        let result = invoke(
+            PushRegister(),
+            event: makeEvent(
+                bearer: try caregiverToken(UUID()),
+                body: json(["token": .string("bad token"), "statusOnly": .bool(true)])))
+        #expect(result.status == 422 && fieldErrors(result).keys.sorted() == ["environment", "platform", "token"])
+    }
+
     @Test("unknown fields in the body are ignored")
     func unknownFieldsIgnored() throws {
         let body = json([

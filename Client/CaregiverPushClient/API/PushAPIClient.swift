@@ -3,11 +3,12 @@
 #endif
 import Foundation
 
-/// `POST /api/push/register` and `POST /api/push/unregister` for the signed-in caregiver (seeds' T027, SPEC §6).
+/// `POST /api/push/register` and `POST /api/push/unregister` for the signed-in caregiver (seeds' T027). Replaces the
+/// app's `APIClient.registerPushDevice` / `unregisterPushDevice`.
 ///
 /// Each call takes a fresh bearer token from `accessToken` (the caregiver's Supabase access token), sends JSON, and
-/// turns every answer other than `200 {"ok": true}` into a ``PushAPIError``. It logs nothing, so neither the device
-/// token nor the bearer token can reach a log through it.
+/// turns every answer other than a 200 into a ``PushAPIError``, within its ``CaregiverPushRequestBudget``. It logs
+/// nothing, so neither the device token nor the bearer token can reach a log through it.
 public struct PushAPIClient: Sendable {
     /// The platform this client registers; the server accepts `ios` today.
     public static let platform = "ios"
@@ -15,22 +16,23 @@ public struct PushAPIClient: Sendable {
     private let baseURL: URL
     private let accessToken: @Sendable () async throws -> String
     private let session: URLSession
-    private let timeout: TimeInterval
+    public let budget: CaregiverPushRequestBudget
 
     /// - Parameters:
     ///   - baseURL: the API's origin, e.g. `https://api.example.com` (the paths start with `/api/push/`).
-    ///   - timeout: the longest wait for an answer, in seconds; then ``PushAPIError/timedOut``.
+    ///   - budget: how long a call may take, retries included (SC-001's 5 s by default).
     ///   - accessToken: the caregiver's current bearer token; throwing means there is no session
     ///     (``PushAPIError/signInRequired``).
     public init(
-        baseURL: URL, timeout: TimeInterval = 15, accessToken: @escaping @Sendable () async throws -> String
+        baseURL: URL, budget: CaregiverPushRequestBudget = .sc001,
+        accessToken: @escaping @Sendable () async throws -> String
     ) {
         self.baseURL = baseURL
         self.accessToken = accessToken
-        self.timeout = timeout
+        self.budget = budget
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout
+        configuration.timeoutIntervalForRequest = budget.attemptTimeout
+        configuration.timeoutIntervalForResource = budget.attemptTimeout
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         self.session = URLSession(configuration: configuration)
     }
@@ -43,20 +45,64 @@ public struct PushAPIClient: Sendable {
     public func register(token: String, environment: PushEnvironment, installationId: String?)
         async throws(PushAPIError)
     {
-        var body = ["token": token, "platform": Self.platform, "environment": environment.rawValue]
-        if let installationId { body["installationId"] = installationId }
-        try await post("api/push/register", body)
+        _ = try await post("api/push/register", registration(token, environment, installationId))
     }
 
     /// Stops pushes to this token for the caregiver (the server soft-disables it; `200` also when nothing matched).
     /// - Throws: ``PushAPIError``.
     public func unregister(token: String) async throws(PushAPIError) {
-        try await post("api/push/unregister", ["token": token])
+        _ = try await post("api/push/unregister", ["token": .string(token)])
     }
 
-    private func post(_ path: String, _ body: [String: String]) async throws(PushAPIError) {
+    /// The server's record of this phone for the caregiver, changing nothing (`push/register` with
+    /// `statusOnly: true`): whether it is enabled and, when not, why (`UNREGISTERED` when FCM rejected the token).
+    /// - Returns: `nil` when the server has no such device for this caregiver.
+    /// - Throws: ``PushAPIError``.
+    public func deviceStatus(token: String, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError) -> CaregiverPushDeviceStatus?
+    {
+        var body = registration(token, environment, installationId)
+        body["statusOnly"] = .bool(true)
+        let data = try await post("api/push/register", body)
+        guard let answer = try? JSONDecoder().decode(StatusBody.self, from: data), answer.ok else {
+            throw .unexpectedAnswer
+        }
+        return answer.device
+    }
+
+    private func registration(_ token: String, _ environment: PushEnvironment, _ installationId: String?)
+        -> [String: BodyValue]
+    {
+        var body: [String: BodyValue] = [
+            "token": .string(token), "platform": .string(Self.platform), "environment": .string(environment.rawValue),
+        ]
+        if let installationId { body["installationId"] = .string(installationId) }
+        return body
+    }
+
+    /// One call: attempts until one answers, the failure is not transient, or the budget is spent.
+    private func post(_ path: String, _ body: [String: BodyValue]) async throws(PushAPIError) -> Data {
         let bearer: String
         do { bearer = try await accessToken() } catch { throw .signInRequired }
+        let deadline = ContinuousClock.now + .milliseconds(Int(budget.total * 1000))
+        while true {
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18
+            guard seconds > 0.05 else { throw .timedOut }
+            do {
+                return try await attempt(path, body, bearer: bearer, timeout: min(budget.attemptTimeout, seconds))
+            } catch let error where error.isTransient {
+                let afterPause = ContinuousClock.now + .milliseconds(Int(budget.retryDelay * 1000))
+                // Another attempt only while it can still get a whole second's worth of time.
+                guard afterPause.duration(to: deadline) > .seconds(1) else { throw error }
+                try? await Task.sleep(until: afterPause)
+            }
+        }
+    }
+
+    private func attempt(_ path: String, _ body: [String: BodyValue], bearer: String, timeout: TimeInterval)
+        async throws(PushAPIError) -> Data
+    {
         var request = URLRequest(url: baseURL.appendingPathComponent(path), timeoutInterval: timeout)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -76,9 +122,10 @@ public struct PushAPIClient: Sendable {
         }
         guard let http = response as? HTTPURLResponse else { throw .unexpectedAnswer }
         try Self.check(status: http.statusCode, retryAfter: http.value(forHTTPHeaderField: "Retry-After"), body: data)
+        return data
     }
 
-    /// Maps an answer to success or a ``PushAPIError``: `200 {"ok": true}` is the only success.
+    /// Maps an answer to success or a ``PushAPIError``: a 200 whose body has `"ok": true` is the only success.
     static func check(status: Int, retryAfter: String?, body: Data) throws(PushAPIError) {
         let problem = try? JSONDecoder().decode(ProblemBody.self, from: body)
         switch status {
@@ -92,11 +139,43 @@ public struct PushAPIClient: Sendable {
         }
     }
 
+    private enum BodyValue: Encodable {
+        case string(String)
+        case bool(Bool)
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .string(let text): try container.encode(text)
+            case .bool(let flag): try container.encode(flag)
+            }
+        }
+    }
+
     private struct OKBody: Decodable { let ok: Bool }
+
+    private struct StatusBody: Decodable {
+        let ok: Bool
+        let device: CaregiverPushDeviceStatus?
+    }
 
     /// The fields of an RFC 9457 problem this client reads.
     private struct ProblemBody: Decodable {
         let type: String?
         let errors: [PushAPIError.FieldError]?
+    }
+}
+
+/// The server's record of one device (`push/register` with `statusOnly`).
+public struct CaregiverPushDeviceStatus: Sendable, Hashable, Decodable {
+    public let enabled: Bool
+    /// Why it is disabled: `UNREGISTERED`, `INVALID_ARGUMENT`, `SENDER_ID_MISMATCH` (FCM rejected the token),
+    /// `STALE` (not seen for months), `TOKEN_REASSIGNED` (another account registered this phone), `REPLACED` (a newer
+    /// token of this install), `USER_DISABLED`; `nil` while enabled.
+    public let disabledReason: String?
+
+    public init(enabled: Bool, disabledReason: String?) {
+        self.enabled = enabled
+        self.disabledReason = disabledReason
     }
 }

@@ -3,11 +3,33 @@ import Foundation
 // What the app implements around the library: the pieces that only exist on the phone. Each is small enough that
 // docs/app-integration.md shows the whole conformance.
 
-/// Asks the caregiver to allow notifications: `UNUserNotificationCenter.requestAuthorization(options:)`.
+/// Asks the caregiver to allow notifications, and reads whether they still are: `UNUserNotificationCenter`.
 @MainActor
 public protocol NotificationPermission {
+    /// `requestAuthorization(options: [.alert, .sound])`.
     /// - Returns: whether notifications are allowed. iOS asks only the first time; later calls answer at once.
     func requestAuthorization() async throws -> Bool
+
+    /// `notificationSettings().authorizationStatus`, without asking: read on launch and on every return to the
+    /// foreground, since the caregiver may have turned notifications off in the Settings app meanwhile.
+    func authorizationStatus() async -> CaregiverPushPermissionStatus
+}
+
+/// The parts of `UNAuthorizationStatus` the kit acts on.
+public enum CaregiverPushPermissionStatus: Sendable, Hashable {
+    /// `.authorized`, `.provisional` or `.ephemeral`.
+    case allowed
+    /// `.denied`: turned off in the Settings app, or never allowed.
+    case denied
+    /// `.notDetermined`: never asked (or asked again after a reinstall).
+    case notDetermined
+}
+
+/// Which side of the app is signed in. Patient mode has no push settings and never registers (the seeds' T035).
+public enum CaregiverPushAppMode: Sendable, Hashable {
+    case caregiver
+    case patient
+    case signedOut
 }
 
 /// The phone's current FCM registration token: `Messaging.messaging().token()`.

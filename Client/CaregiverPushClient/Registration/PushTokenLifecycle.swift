@@ -29,7 +29,15 @@ public final class PushTokenLifecycle {
         public static let registeredEnvironment = "caregiverPush.registeredEnvironment"
         public static let lastSuccessAt = "caregiverPush.lastSuccessAt"
         public static let lastAttemptFailed = "caregiverPush.lastAttemptFailed"
+        /// A token whose unregistration failed when permission was revoked; sent again at the next re-check.
+        public static let pendingUnregisterToken = "caregiverPush.pendingUnregisterToken"
+        /// Why push went OFF without the caregiver turning it off (``CaregiverPushOffReason``'s raw value).
+        public static let offReason = "caregiverPush.offReason"
     }
+
+    /// Which side of the app is signed in; the app sets it whenever its session changes. Outside caregiver mode
+    /// nothing registers (launch, token callbacks and the toggle all do nothing).
+    public var mode: CaregiverPushAppMode = .caregiver
 
     public let environment: PushEnvironment
     let tokenSource: any PushTokenSource
@@ -71,13 +79,13 @@ public final class PushTokenLifecycle {
     /// Call from `application(_:didFinishLaunchingWithOptions:)` (in a `Task`): registers the current token if one
     /// of the rules above says so. Does nothing while push is off; failures are kept for the next launch.
     public func applicationDidLaunch() async {
-        guard isPushEnabled, let token = try? await tokenSource.currentToken() else { return }
+        guard mode == .caregiver, isPushEnabled, let token = try? await tokenSource.currentToken() else { return }
         _ = try? await registerIfNeeded(token: token)
     }
 
     /// Call from `MessagingDelegate.messaging(_:didReceiveRegistrationToken:)`.
     public func tokenDidRefresh(_ token: String) async {
-        guard isPushEnabled else { return }
+        guard mode == .caregiver, isPushEnabled else { return }
         _ = try? await registerIfNeeded(token: token)
     }
 
@@ -88,7 +96,7 @@ public final class PushTokenLifecycle {
     public func registerIfNeeded(token: String) async throws(PushAPIError) -> Bool {
         await acquire()
         defer { release() }
-        guard isPushEnabled, needsRegistration(token) else { return false }
+        guard mode == .caregiver, isPushEnabled, needsRegistration(token) else { return false }
         try await register(token)
         return true
     }
@@ -98,8 +106,10 @@ public final class PushTokenLifecycle {
     func turnOn(token: String) async throws(PushAPIError) {
         await acquire()
         defer { release() }
+        guard mode == .caregiver else { return }
         try await register(token)
         store.set("true", forKey: StateKey.isPushEnabled)
+        store.set(nil, forKey: StateKey.offReason)
     }
 
     /// Turns push off: unregisters the registered token (or the current one), then forgets the registration.
@@ -110,9 +120,72 @@ public final class PushTokenLifecycle {
         var token = store.string(forKey: StateKey.registeredToken)
         if token == nil { token = try? await tokenSource.currentToken() }
         if let token { try await api.unregister(token: token) }
+        forget()
+    }
+
+    /// Push goes OFF whatever the server says: permission revoked, sign-out. Tries to unregister the registered
+    /// token first (while the session still works), then forgets the registration even when that failed.
+    /// - Parameter keepPending: keep a failed unregistration for the next re-check (permission revoked); sign-out
+    ///   passes `false`, since no session is left to send it with.
+    /// - Returns: the failure, when the server could not be told.
+    func turnOffLocally(keepPending: Bool) async -> PushAPIError? {
+        await acquire()
+        defer { release() }
+        var failure: PushAPIError?
+        if let token = store.string(forKey: StateKey.registeredToken) {
+            do {
+                try await api.unregister(token: token)
+            } catch {
+                failure = error
+                if keepPending { store.set(token, forKey: StateKey.pendingUnregisterToken) }
+            }
+        }
+        forget()
+        return failure
+    }
+
+    /// Sends an unregistration that failed before, if any; forgets it once the server took it.
+    func flushPendingUnregister() async {
+        await acquire()
+        defer { release() }
+        guard mode == .caregiver, let token = store.string(forKey: StateKey.pendingUnregisterToken) else { return }
+        if (try? await api.unregister(token: token)) != nil {
+            store.set(nil, forKey: StateKey.pendingUnregisterToken)
+        }
+    }
+
+    /// The server's record of the registered token (`nil`: the server has none).
+    func registeredDeviceStatus() async throws(PushAPIError) -> (token: String, status: CaregiverPushDeviceStatus?)? {
+        await acquire()
+        defer { release() }
+        guard let token = store.string(forKey: StateKey.registeredToken) else { return nil }
+        return (
+            token, try await api.deviceStatus(token: token, environment: environment, installationId: installationId)
+        )
+    }
+
+    /// Push is OFF because the server disabled this phone: forgets the registration and keeps the reason.
+    func serverDisabled(_ reason: CaregiverPushOffReason) {
+        forget()
+        store.set(reason.rawValue, forKey: StateKey.offReason)
+    }
+
+    /// Why push went OFF on its own, until the caregiver turns it on again.
+    public var offReason: CaregiverPushOffReason? {
+        store.string(forKey: StateKey.offReason).flatMap(CaregiverPushOffReason.init(rawValue:))
+    }
+
+    func setOffReason(_ reason: CaregiverPushOffReason?) {
+        store.set(reason?.rawValue, forKey: StateKey.offReason)
+    }
+
+    /// Whether a registration is due by the rules above (token changed, 30 days, last attempt failed).
+    func isRegistrationDue(_ token: String) -> Bool { needsRegistration(token) }
+
+    private func forget() {
         for key in [
             StateKey.isPushEnabled, StateKey.registeredToken, StateKey.registeredEnvironment, StateKey.lastSuccessAt,
-            StateKey.lastAttemptFailed,
+            StateKey.lastAttemptFailed, StateKey.offReason,
         ] {
             store.set(nil, forKey: key)
         }

@@ -156,6 +156,34 @@ public struct PushDeviceRegistry {
         }
     }
 
+    /// One device as its owner may see it: enabled, or why not.
+    public struct DeviceStatus: Sendable, Equatable, Encodable {
+        public let enabled: Bool
+        /// A ``DisabledReason`` raw value; `nil` while enabled.
+        public let disabledReason: String?
+
+        enum CodingKeys: String, CodingKey { case enabled, disabledReason }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(enabled, forKey: .enabled)
+            try container.encode(disabledReason, forKey: .disabledReason)
+        }
+    }
+
+    /// The caregiver's device with this token, changing nothing; `nil` when there is none. One read-only round trip.
+    public func status(token: String, caregiverID: UUID) throws -> DeviceStatus? {
+        let rows = try connection.query(
+            """
+            SELECT is_enabled, disabled_reason FROM push_devices
+            WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
+              AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token)
+            """)
+        guard let row = rows.first else { return nil }
+        return DeviceStatus(
+            enabled: try row.decode(Bool.self, at: 0), disabledReason: try row.decode(String?.self, at: 1))
+    }
+
     /// Soft-disables the caregiver's device with this token (`USER_DISABLED`). Touches no other owner's row.
     /// - Returns: how many devices were disabled (0 when none matched or it was already disabled).
     @discardableResult

@@ -6,6 +6,17 @@ import FunctionRuntime
 // that two endpoints share is checked, and worded, the same way in both.
 
 extension FieldValidator {
+    /// An optional boolean; absent or `null` is `false`, anything but `true`/`false` records "`field` must be a
+    /// boolean".
+    mutating func flag(_ field: String) -> Bool {
+        guard let value = members[field], value != .null else { return false }
+        guard case .bool(let flag) = value else {
+            reject(field, "\(field) must be a boolean")
+            return false
+        }
+        return flag
+    }
+
     /// `patientId`: required for a caregiver, optional for a patient.
     mutating func patientID(for principal: Principal) -> UUID? {
         if case .caregiver = principal {

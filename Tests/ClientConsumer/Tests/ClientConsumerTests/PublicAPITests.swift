@@ -8,6 +8,7 @@ import Testing
 @MainActor
 final class AllowingPermission: NotificationPermission {
     func requestAuthorization() async throws -> Bool { true }
+    func authorizationStatus() async -> CaregiverPushPermissionStatus { .allowed }
 }
 
 @MainActor
@@ -25,38 +26,50 @@ final class Defaults: PushStateStore {
 @MainActor
 @Suite("CaregiverPushClient, imported as the app imports it")
 struct PublicAPITests {
-    @Test("a tapped DOSE_TAKEN push and a local reminder both route, through the public router")
+    @Test("a tapped DOSE_TAKEN push and a local reminder both route, through the public router, to the right patient")
     func routing() {
-        let router = NotificationDeepLinkRouter()
+        let patient = UUID()
+        let router = CaregiverPushDeepLinkRouter()
         router.route(
             userInfo: [
                 DoseTakenPayload.Key.type: DoseTakenPayload.type, DoseTakenPayload.Key.date: "2026-02-11",
-                DoseTakenPayload.Key.slot: Slot.noon.rawValue, "aps": ["sound": "default"],
+                DoseTakenPayload.Key.slot: Slot.noon.rawValue, DoseTakenPayload.Key.patientID: patient.uuidString,
+                "aps": ["sound": "default"],
             ],
             identifier: "ignored")
-        #expect(router.target == NotificationDeepLinkTarget(dateKey: "2026-02-11", slot: .noon))
-        router.clear()
+        #expect(
+            router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: [patient])
+                == CaregiverPushNavigation(selectPatient: patient, dateKey: "2026-02-11", slot: .noon))
         router.route(userInfo: [:], identifier: "notif:2026-02-11:bedtime:2")
-        #expect(router.target?.slot == .bedtime)
-        #expect(PushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": "2026-02-31", "slot": "noon"]) == nil)
+        #expect(router.pending?.slot == .bedtime)
+        #expect(
+            CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": "2026-02-31", "slot": "noon"])
+                == nil)
+        let presenter = CaregiverPushForegroundPresenter(router: router, strings: .preferred(["en"]))
+        #expect(presenter.willPresent(userInfo: [:], mode: .caregiver) == .system)
+        #expect(CaregiverPushSettingsText(strings: CaregiverPushStrings(language: "ja")).sectionTitle == "見守りPush通知")
     }
 
     @Test("the toggle, the lifecycle and the API client can be built and wired from outside the package")
     func wiring() async {
-        let api = PushAPIClient(baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 2) { "caregiver-jwt" }
+        let api = PushAPIClient(
+            baseURL: URL(string: "http://127.0.0.1:9")!, budget: .init(total: 2, attemptTimeout: 1)
+        ) { "caregiver-jwt" }
         let defaults = Defaults()
         let lifecycle = PushTokenLifecycle(
             api: api, environment: .dev, tokenSource: FixedToken(), store: defaults, installationStore: Defaults(),
             clock: SystemPushClock())
         let settings = CaregiverPushSettingsModel(lifecycle: lifecycle, permission: AllowingPermission())
-        #expect(!settings.isPushEnabled && !settings.isUpdating && settings.errorMessage == nil)
+        #expect(!settings.isPushEnabled && !settings.isUpdating && settings.errorState == nil && settings.isAvailable)
         #expect(lifecycle.environment == .dev && !lifecycle.installationId.isEmpty)
         // Nothing listens on the discard port: the toggle stays off and says why.
         await settings.setPushEnabled(true)
-        #expect(!settings.isPushEnabled && settings.errorMessage != nil)
+        #expect(!settings.isPushEnabled && settings.errorState == .retry)
         #expect(defaults.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == "true")
         let error: PushAPIError = .unavailable(retryAfterSeconds: 5)
-        #expect(!error.userMessage.isEmpty && PushTokenLifecycle.refreshInterval == 30 * 24 * 60 * 60)
+        #expect(error.errorState.action == .retry && PushTokenLifecycle.refreshInterval == 30 * 24 * 60 * 60)
+        #expect(await settings.recheck() == .notApplicable)
+        #expect(await settings.signOut() == .nothingRegistered)
         _ = UserDefaultsPushStateStore(defaults: .standard)
     }
 }

@@ -1,26 +1,34 @@
-import Codecs
-import CaregiverPush
 import CaregiverPushClient
 import Foundation
 
-// The fakes the issue allows — permission, token source, store, clock — and the glue between the client and a real
-// `runner serve --fcm-emulator`. Everything else in the client tests is real: HTTP, the runner, PostgreSQL.
+// The stand-ins the kit's tests may use are the phone's own pieces — permission, FCM token source, store, clock —
+// and the glue between the kit and a real `runner serve --fcm-emulator`. Everything else is real: HTTP, the runner,
+// its functions, PostgreSQL, the FCM emulator.
 
-/// Answers the permission prompt as told, and notes what the model showed while asking.
+/// Answers the permission prompt as told, reports the Settings app's switch as told, and notes what the model
+/// showed while asking.
 @MainActor
 final class FakePermission: NotificationPermission {
     var granted: Bool
+    /// What `notificationSettings()` reports; the Settings app's switch.
+    var status: CaregiverPushPermissionStatus
     private(set) var requests = 0
     /// Read at the moment permission is requested (the seeds check `isUpdating` there).
     var onRequest: () -> Void = {}
 
-    init(granted: Bool) { self.granted = granted }
+    init(granted: Bool) {
+        self.granted = granted
+        self.status = granted ? .allowed : .notDetermined
+    }
 
     func requestAuthorization() async throws -> Bool {
         requests += 1
         onRequest()
+        status = granted ? .allowed : .denied
         return granted
     }
+
+    func authorizationStatus() async -> CaregiverPushPermissionStatus { status }
 }
 
 /// Gives the token it holds, as `Messaging.messaging().token()` would.
@@ -56,7 +64,7 @@ final class MovableClock: PushClock, @unchecked Sendable {
 }
 
 /// One caregiver's app against a real runner: the API client with the caregiver's bearer token, and the lifecycle and
-/// settings model over fakes for the phone.
+/// settings model over the phone's stand-ins.
 @MainActor
 struct CaregiverApp {
     let caregiver: UUID
@@ -71,23 +79,24 @@ struct CaregiverApp {
 
     init(
         baseURL: URL, caregiver: UUID = UUID(), token: String = makeDeviceToken(), granted: Bool = true,
-        store: MemoryStore = MemoryStore(), keychain: MemoryStore = MemoryStore(), clock: MovableClock = MovableClock()
+        store: MemoryStore = MemoryStore(), keychain: MemoryStore = MemoryStore(), clock: MovableClock = MovableClock(),
+        permission: FakePermission? = nil, budget: CaregiverPushRequestBudget = .sc001
     ) {
         self.caregiver = caregiver
         let bearer = try? caregiverToken(caregiver)
-        self.api = PushAPIClient(baseURL: baseURL, timeout: 10) {
+        self.api = PushAPIClient(baseURL: baseURL, budget: budget) {
             guard let bearer else { throw CocoaError(.userCancelled) }
             return bearer
         }
         self.tokenSource = FakeTokenSource(token)
-        self.permission = FakePermission(granted: granted)
+        self.permission = permission ?? FakePermission(granted: granted)
         self.store = store
         self.keychain = keychain
         self.clock = clock
         self.lifecycle = PushTokenLifecycle(
             api: api, environment: .dev, tokenSource: tokenSource, store: store, installationStore: keychain,
             clock: clock)
-        self.settings = CaregiverPushSettingsModel(lifecycle: lifecycle, permission: permission)
+        self.settings = CaregiverPushSettingsModel(lifecycle: lifecycle, permission: self.permission)
     }
 
     /// A new app against `baseURL` whose caregiver has turned push on.
@@ -97,67 +106,24 @@ struct CaregiverApp {
         return app
     }
 
-    /// The same installation launched again (same caregiver, persisted state, Keychain and clock), against
-    /// `baseURL`, with the token FCM gives it now.
+    /// The same installation launched again (same caregiver, persisted state, Keychain, clock and Settings-app
+    /// switch), against `baseURL`, with the token FCM gives it now.
     func relaunched(baseURL: URL, token: String? = nil) -> CaregiverApp {
         CaregiverApp(
             baseURL: baseURL, caregiver: caregiver, token: token ?? tokenSource.token, store: store, keychain: keychain,
-            clock: clock)
-    }
-}
-
-extension RunnerServer {
-    /// A cold `runner serve --fcm-emulator` against the test database, `PUSH_ENVIRONMENT=DEV`.
-    static func forClient(environment: [String: String] = testEnvironment()) throws -> RunnerServer {
-        try RunnerServeTests.server("cold", environment: environment)
-    }
-
-    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
-
-    /// How many `push/register` requests the runner has answered, from its request log. Every answered request is
-    /// logged before its answer is written, so once the client has its answers they are all in the pipe.
-    func registrations(atLeast expected: Int = 0) -> Int {
-        func count() -> Int { stderr.components(separatedBy: "\"http.path\":\"/api/push/register\"").count - 1 }
-        for _ in 0..<100 where count() < expected { Thread.sleep(forTimeInterval: 0.02) }
-        Thread.sleep(forTimeInterval: 0.1)
-        return count()
-    }
-
-    /// The messages the emulated FCM accepted for `token`, waiting up to 5 s for at least `atLeast` of them.
-    func fcmMessages(to token: String, atLeast: Int = 0) throws -> [JSONValue] {
-        var found: [JSONValue] = []
-        for attempt in 0..<100 {
-            found =
-                try request("GET", "/_emulator/fcm/messages").json?["messages"]?.arrayValue?
-                .filter { $0["token"]?.stringValue == token } ?? []
-            if found.count >= atLeast || attempt == 99 { break }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return found
+            clock: clock, permission: permission)
     }
 }
 
 /// The `userInfo` iOS hands the app for an FCM message with a notification: FCM's `data` keys at the top level,
 /// `aps` from `apns.payload.aps` plus the `alert` made from `notification`, and FCM's own `gcm.message_id`.
-func iOSUserInfo(fromFCM message: JSONValue, messageName: String?) -> [AnyHashable: Any] {
+func iOSUserInfo(fromFCM message: [String: Any], messageName: String?) -> [AnyHashable: Any] {
     var userInfo: [AnyHashable: Any] = [:]
-    for (key, value) in message["data"]?.objectValue ?? [:] { userInfo[key] = foundationValue(value) }
-    var aps = (foundationValue(message["apns"]?["payload"]?["aps"] ?? .object([:])) as? [String: Any]) ?? [:]
-    if let notification = message["notification"] { aps["alert"] = foundationValue(notification) }
+    for (key, value) in message["data"] as? [String: Any] ?? [:] { userInfo[key] = value }
+    var aps = ((message["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any] ?? [:]
+    if let notification = message["notification"] { aps["alert"] = notification }
     userInfo["aps"] = aps
     userInfo["gcm.message_id"] = messageName.map { String($0.split(separator: "/").last ?? "") } ?? "0:0"
     userInfo["google.c.a.e"] = "1"
     return userInfo
-}
-
-/// A JSON value as `JSONSerialization` would give it.
-func foundationValue(_ value: JSONValue) -> Any {
-    switch value {
-    case .string(let text): return text
-    case .number(let number): return number
-    case .bool(let flag): return flag
-    case .null: return NSNull()
-    case .array(let items): return items.map(foundationValue)
-    case .object(let fields): return fields.mapValues(foundationValue)
-    }
 }

@@ -1,12 +1,21 @@
-/// Where a tapped notification leads: the History screen, at one Tokyo date and slot.
-public struct NotificationDeepLinkTarget: Hashable, Sendable {
+import Foundation
+
+/// Where a tapped notification leads: one patient's History, at one Tokyo date and slot.
+///
+/// Replaces the app's `NotificationDeepLinkTarget` for pushes; it adds ``patientID`` (FR-006), so that a caregiver
+/// of two patients lands on the right patient's History.
+public struct CaregiverPushDeepLinkTarget: Hashable, Sendable {
+    /// The patient the dose belongs to; `nil` for the app's local reminders and for a push without `patientId` (an
+    /// older server), which open the History of the patient already selected.
+    public let patientID: UUID?
     /// The dose's Tokyo date, `YYYY-MM-DD`; always a real calendar date.
     public let dateKey: String
     public let slot: Slot
 
     /// - Returns: `nil` unless `dateKey` is a valid `YYYY-MM-DD` calendar date.
-    public init?(dateKey: String, slot: Slot) {
+    public init?(patientID: UUID? = nil, dateKey: String, slot: Slot) {
         guard Self.isValidDateKey(dateKey) else { return nil }
+        self.patientID = patientID
         self.dateKey = dateKey
         self.slot = slot
     }
@@ -31,5 +40,20 @@ public struct NotificationDeepLinkTarget: Hashable, Sendable {
         let isLeap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let days = [31, isLeap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
         return (1...days).contains(day)
+    }
+}
+
+/// What the app does with a target, in order: select the patient (when another one is showing), then open History
+/// at the date and scroll to the slot with its highlight.
+public struct CaregiverPushNavigation: Hashable, Sendable {
+    /// The patient to select first; `nil` when the right one is already selected (or the target names none).
+    public let selectPatient: UUID?
+    public let dateKey: String
+    public let slot: Slot
+
+    public init(selectPatient: UUID?, dateKey: String, slot: Slot) {
+        self.selectPatient = selectPatient
+        self.dateKey = dateKey
+        self.slot = slot
     }
 }

@@ -1,32 +1,41 @@
-/// Reads a notification into a ``NotificationDeepLinkTarget``: the remote `DOSE_TAKEN` push, and the app's own local
-/// reminders. Pure functions; ``NotificationDeepLinkRouter`` holds the result for the UI.
-public enum PushDeepLink {
+import Foundation
+
+/// Reads a notification into a ``CaregiverPushDeepLinkTarget``: the remote `DOSE_TAKEN` push, and the app's own local
+/// reminders. Pure functions; ``CaregiverPushDeepLinkRouter`` holds the result for the UI.
+public enum CaregiverPushDeepLink {
     /// The target of a remote push, from its `userInfo` as iOS delivers it (FCM's `data` keys at the top level).
     ///
     /// `type` must be `DOSE_TAKEN`, `date` a valid `YYYY-MM-DD` and `slot` one of the four slots, each a string;
-    /// anything else — a missing key, another type, a number where a string belongs — is `nil`. Other keys (`aps`,
-    /// `gcm.message_id`, `patientId`, `recordingGroupId`) are ignored.
-    public static func target(remotePush userInfo: [AnyHashable: Any]) -> NotificationDeepLinkTarget? {
+    /// `patientId`, when present, a UUID string. Anything else — a missing key, another type, a number where a
+    /// string belongs, a malformed patient id — is `nil`. Other keys (`aps`, `gcm.message_id`, `recordingGroupId`)
+    /// are ignored.
+    public static func target(remotePush userInfo: [AnyHashable: Any]) -> CaregiverPushDeepLinkTarget? {
         guard string(userInfo, DoseTakenPayload.Key.type) == DoseTakenPayload.type,
             let date = string(userInfo, DoseTakenPayload.Key.date),
             let slot = string(userInfo, DoseTakenPayload.Key.slot).flatMap(Slot.init(rawValue:))
         else { return nil }
-        return NotificationDeepLinkTarget(dateKey: date, slot: slot)
+        var patientID: UUID?
+        if let value = userInfo[AnyHashable(DoseTakenPayload.Key.patientID)] {
+            // Present but not a UUID string: the payload is not the server's, so it routes nowhere.
+            guard let text = value as? String, let id = UUID(uuidString: text) else { return nil }
+            patientID = id
+        }
+        return CaregiverPushDeepLinkTarget(patientID: patientID, dateKey: date, slot: slot)
     }
 
     /// The target of one of the app's local reminders, whose identifier is `notif:{YYYY-MM-DD}:{slot}:{n}`
-    /// (`notif:2026-02-11:morning:1`), `n` a non-negative number.
-    public static func target(localIdentifier identifier: String) -> NotificationDeepLinkTarget? {
+    /// (`notif:2026-02-11:morning:1`), `n` a non-negative number. It names no patient.
+    public static func target(localIdentifier identifier: String) -> CaregiverPushDeepLinkTarget? {
         let parts = identifier.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "notif", let slot = Slot(rawValue: String(parts[2])),
             !parts[3].isEmpty, parts[3].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
         else { return nil }
-        return NotificationDeepLinkTarget(dateKey: String(parts[1]), slot: slot)
+        return CaregiverPushDeepLinkTarget(dateKey: String(parts[1]), slot: slot)
     }
 
     /// A tapped notification of either kind (seeds' T031): a `userInfo` with a `type` key is a remote push and is
     /// read only as one; anything else is read by its request identifier.
-    public static func target(userInfo: [AnyHashable: Any], identifier: String) -> NotificationDeepLinkTarget? {
+    public static func target(userInfo: [AnyHashable: Any], identifier: String) -> CaregiverPushDeepLinkTarget? {
         isRemotePush(userInfo) ? target(remotePush: userInfo) : target(localIdentifier: identifier)
     }
 
@@ -36,7 +45,7 @@ public enum PushDeepLink {
     }
 
     /// A `String` value only: `as? String` also accepts the `NSString` APNs payloads are made of, but not numbers.
-    private static func string(_ userInfo: [AnyHashable: Any], _ key: String) -> String? {
+    static func string(_ userInfo: [AnyHashable: Any], _ key: String) -> String? {
         userInfo[AnyHashable(key)] as? String
     }
 }

@@ -1,4 +1,3 @@
-import CaregiverPush
 import CaregiverPushClient
 import Foundation
 import Testing
@@ -9,14 +8,14 @@ import Testing
 /// Serialized: T007 fixes the token to "test-token", and the server hands a token registered by one caregiver over
 /// to the next (`TOKEN_REASSIGNED`), so two of these at once would disturb each other's rows.
 @MainActor
-@Suite("client: the push toggle (T007)", .serialized)
+@Suite("kit: the push toggle (T007)", .serialized, .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
 struct CaregiverPushSettingsTests {
     @Test("T007 (1): initially isPushEnabled = false (default OFF) and isUpdating = false")
     func initialState() throws {
         let app = CaregiverApp(baseURL: try SilentListener().url)
         #expect(app.settings.isPushEnabled == false)
         #expect(app.settings.isUpdating == false)
-        #expect(app.settings.errorMessage == nil)
+        #expect(app.settings.errorState == nil)
     }
 
     @Test(
@@ -34,7 +33,7 @@ struct CaregiverPushSettingsTests {
         #expect(app.permission.requests == 1 && updatingWhenAsked == true)
         #expect(app.tokenSource.requests == 1)
         #expect(
-            app.settings.isPushEnabled == true && app.settings.isUpdating == false && app.settings.errorMessage == nil)
+            app.settings.isPushEnabled == true && app.settings.isUpdating == false && app.settings.errorState == nil)
         let rows = try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }
         #expect(rows.count == 1)
         #expect(rows.first?.token == "test-token" && rows.first?.platform == "ios" && rows.first?.environment == "DEV")
@@ -53,7 +52,7 @@ struct CaregiverPushSettingsTests {
         #expect(app.settings.isUpdating == true)
         await change.value
         #expect(
-            app.settings.isPushEnabled == false && app.settings.isUpdating == false && app.settings.errorMessage == nil)
+            app.settings.isPushEnabled == false && app.settings.isUpdating == false && app.settings.errorState == nil)
         let rows = try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }
         #expect(rows.count == 1 && rows.first?.token == "test-token")
         #expect(rows.first?.isEnabled == false && rows.first?.disabledReason == "USER_DISABLED")
@@ -67,7 +66,7 @@ struct CaregiverPushSettingsTests {
         let app = CaregiverApp(baseURL: server.baseURL, granted: false)
         await app.settings.setPushEnabled(true)
         #expect(app.settings.isPushEnabled == false && app.settings.isUpdating == false)
-        #expect(app.settings.errorMessage == CaregiverPushSettingsModel.Message.permissionDenied)
+        #expect(app.settings.errorState == .permissionDenied && app.settings.errorState?.action == .openSystemSettings)
         #expect(app.tokenSource.requests == 0)
         #expect(app.store.values.isEmpty)
         #expect(try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }.isEmpty)
@@ -81,7 +80,7 @@ struct CaregiverPushSettingsTests {
         let app = CaregiverApp(baseURL: closed.url)
         await app.settings.setPushEnabled(true)
         #expect(app.settings.isPushEnabled == false && app.settings.isUpdating == false)
-        #expect(app.settings.errorMessage == PushAPIError.network(.cannotConnectToHost).userMessage)
+        #expect(app.settings.errorState == .retry && app.settings.errorState?.action == .retry)
         #expect(app.store.values[PushTokenLifecycle.StateKey.isPushEnabled] == nil)
     }
 
@@ -112,7 +111,7 @@ struct CaregiverPushSettingsTests {
         #expect(server.stop() == 0)
         await app.settings.setPushEnabled(false)
         #expect(app.settings.isPushEnabled == true && app.settings.isUpdating == false)
-        #expect(app.settings.errorMessage != nil)
+        #expect(app.settings.errorState == .retry)
         #expect(try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }.first?.isEnabled == true)
     }
 }

@@ -1,13 +1,12 @@
-import CaregiverPush
 import CaregiverPushClient
 import Foundation
 import Testing
 
 /// The API client (T027) over real HTTP: the runner's answers decoded into typed errors, and the transport's failures.
-@Suite("client: the API client against the runner")
+@Suite("kit: the API client against the runner", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
 struct PushAPIClientTests {
-    static func client(_ url: URL, bearer: String?, timeout: TimeInterval = 10) -> PushAPIClient {
-        PushAPIClient(baseURL: url, timeout: timeout) {
+    static func client(_ url: URL, bearer: String?, budget: CaregiverPushRequestBudget = .sc001) -> PushAPIClient {
+        PushAPIClient(baseURL: url, budget: budget) {
             guard let bearer else { throw CocoaError(.userCancelled) }
             return bearer
         }
@@ -58,7 +57,7 @@ struct PushAPIClientTests {
             try await Self.client(server.baseURL, bearer: nil).unregister(token: makeDeviceToken())
         }
         #expect(server.registrations(atLeast: 1) == 1)
-        #expect(PushAPIError.signInRequired.userMessage.contains("ログイン"))
+        #expect(PushAPIError.signInRequired.errorState == .signInRequired)
     }
 
     @Test("503 with Retry-After when the server's database is unreachable")
@@ -74,7 +73,8 @@ struct PushAPIClientTests {
     func transportFailures() async throws {
         let silent = try SilentListener()
         await #expect(throws: PushAPIError.timedOut) {
-            try await Self.client(silent.url, bearer: "x", timeout: 1).unregister(token: makeDeviceToken())
+            try await Self.client(silent.url, bearer: "x", budget: .init(total: 1, attemptTimeout: 1)).unregister(
+                token: makeDeviceToken())
         }
         let closed = try SilentListener()
         closed.close()

@@ -1,11 +1,10 @@
-import CaregiverPush
 import CaregiverPushClient
 import Foundation
 import Testing
 
 /// The token-lifecycle gates of the 004 checklist (§19, §22) and the seeds' T026, against a real `runner serve`.
 @MainActor
-@Suite("client: token lifecycle (004 gates)")
+@Suite("kit: token lifecycle (004 gates)", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
 struct PushTokenLifecycleTests {
     /// A runner whose database is unreachable: every function answers 503 with `Retry-After`.
     nonisolated static func serverWithoutDatabase() throws -> RunnerServer {
