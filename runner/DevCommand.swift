@@ -152,22 +152,12 @@ struct DevCommand: AsyncParsableCommand {
         }
     }
 
-    /// A random HS256 secret kept in `.data/`, so tokens stay valid across restarts.
+    /// A random HS256 secret kept in `.data/` (0600), so tokens stay valid across restarts.
     private func devSecret() throws -> String {
-        let file = ".data/dev-jwt-secret"
-        if let existing = try? String(contentsOfFile: file, encoding: .utf8), existing.utf8.count >= 32 {
-            // One written 0644 by an earlier version is made private too.
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
-            return existing.trimmingCharacters(in: .whitespacesAndNewlines)
+        try PrivateFile.readOrCreate(atPath: ".data/dev-jwt-secret", isUsable: { $0.utf8.count >= 32 }) {
+            Base64URL.encode(try SecureRandom.bytes(32))
         }
-        let secret = Base64URL.encode(try SecureRandom.bytes(32))
-        // Created 0600 before a byte is written: the secret is never readable by others, not even for a moment.
-        guard FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o600])
-        else { throw ValidationError("cannot create \(file)") }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
-        defer { try? handle.close() }
-        try handle.write(contentsOf: Data(secret.utf8))
-        return secret
+        .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     struct Demo {

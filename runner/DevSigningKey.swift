@@ -2,6 +2,7 @@ import Codecs
 import OpenSSLCrypto
 import JOSE
 import CaregiverPush
+import FunctionHostKit
 import Foundation
 
 /// The local stack's caregiver-token signing key: an ES256 (P-256) key kept in `.data/`, created once, published by
@@ -23,11 +24,7 @@ struct DevSigningKey {
             privateKey = try PrivateKey(pem: pem)
         } else if create {
             privateKey = try PrivateKey.generateP256()
-            try FileManager.default.createDirectory(atPath: ".data", withIntermediateDirectories: true)
-            let created = FileManager.default.createFile(
-                atPath: Self.file, contents: Data(try privateKey.pemPKCS8().utf8),
-                attributes: [.posixPermissions: 0o600])
-            guard created else { throw CocoaError(.fileWriteUnknown) }
+            try PrivateFile.create(atPath: Self.file, contents: Array(try privateKey.pemPKCS8().utf8))
         } else {
             throw CocoaError(.fileReadNoSuchFile)
         }

@@ -133,6 +133,18 @@ done
 curl -s -o /dev/null "http://127.0.0.1:$port/" \
     || { tail -n 20 "$work/serve.err" >&2; echo "image check: the image's server did not start" >&2; exit 1; }
 
+# The probes Knative uses (infra/knative/service.yaml): liveness at once; readiness once every routed function has a
+# live warm worker (the runner answers 503 naming the function until then).
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" = 200 ] \
+    || { echo "image check: GET /healthz did not answer 200" >&2; exit 1; }
+ready=000
+for _ in $(seq 1 100); do
+    ready=$(curl -s -o "$work/readyz.out" -w '%{http_code}' "http://127.0.0.1:$port/readyz")
+    [ "$ready" = 200 ] && break
+    sleep 0.1
+done
+[ "$ready" = 200 ] || { cat "$work/readyz.out" >&2; echo "image check: GET /readyz answered $ready" >&2; exit 1; }
+
 # A household: a patient with a morning medication, its session, and a caregiver linked to it.
 caregiver=$(python3 -c 'import uuid; print(uuid.uuid4())')
 patient=$(python3 -c 'import uuid; print(uuid.uuid4())')
