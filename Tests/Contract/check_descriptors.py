@@ -18,6 +18,7 @@ Also prints each function's environment size as the SAM template deploys it (byt
 template and, with --before OLD_TEMPLATE, for an older one with its deploy-time secrets resolved. Exits non-zero on
 any difference, naming it, and prints the `N passed, N failed` line the CI reads.
 """
+import glob
 import json
 import re
 import subprocess
@@ -101,6 +102,12 @@ def code_variables():
             found.setdefault(match.group(1), "")
     for match in re.finditer(r'integer\(\s*"(\w+)", default: ([\d_]+)', text):
         found[match.group(1)] = match.group(2).replace("_", "")
+    # A default named by a constant (`default: PushDeviceRegistry.defaultDeviceCap`): that constant's literal, read
+    # from the domain's sources, so the template cannot drift from it either.
+    sources = "\n".join(open(path).read() for path in glob.glob("Shared/**/*.swift", recursive=True))
+    for match in re.finditer(r'integer\(\s*"(\w+)", default: (\w+)\.(\w+)', text):
+        constant = re.search(r"static let " + match.group(3) + r"(?::\s*Int)? = ([\d_]+)", sources)
+        found[match.group(1)] = constant.group(1).replace("_", "") if constant else "?"
     for match in re.finditer(r'\("(\w+)", (\d[\d_]*)\)', text):
         found[match.group(1)] = match.group(2).replace("_", "")
     for match in re.finditer(r'value\("(\w+)"\) \?\? "([^"]*)"', text):
