@@ -59,7 +59,7 @@ let package = Package(
         // prlimit(2) for the host's per-function memory limit (Swift's Glibc module does not expose it).
         .target(name: "CProcessLimits", path: "Shared/C/CProcessLimits"),
         // The layers, bottom to top (docs/architecture.md). Each target names only what it uses; none re-exports another.
-        // Functions link Codecs … CaregiverPush, all on FoundationEssentials; FunctionHostKit and Migrations are above.
+        // Functions link Codecs … CaregiverPush, all on FoundationEssentials; ProcessSupervision and Migrations are above.
         .target(name: "Codecs", path: "Shared/Codecs", swiftSettings: strict),
         .target(
             name: "Libpq", dependencies: ["CLibpq", "Codecs", logging], path: "Shared/Libpq", swiftSettings: strict),
@@ -91,17 +91,17 @@ let package = Package(
         ),
         // Runner and tests only: process supervision and the function table (full Foundation is fine here).
         .target(
-            name: "FunctionHostKit",
+            name: "ProcessSupervision",
             dependencies: [
                 "CProcessLimits", "Codecs", logging, .product(name: "Subprocess", package: "swift-subprocess"),
             ],
-            path: "Shared/FunctionHostKit",
+            path: "Shared/ProcessSupervision",
             swiftSettings: strict
         ),
         .target(
             name: "FCMEmulator",
             dependencies: [
-                "Codecs", "OpenSSLCrypto", "JOSE", "CaregiverPush", "FunctionHostKit",
+                "Codecs", "OpenSSLCrypto", "JOSE", "CaregiverPush", "ProcessSupervision",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -117,7 +117,7 @@ let package = Package(
             name: "Runner",
             dependencies: [
                 "Codecs", "Libpq", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "FunctionHostKit", "CProcessLimits",
+                "ProcessSupervision", "CProcessLimits",
                 "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -136,7 +136,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: [
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "FunctionHostKit",
+                "ProcessSupervision",
                 "FCMEmulator",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -150,7 +150,7 @@ let package = Package(
             name: "CaregiverPushTests",
             dependencies: [
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "FunctionHostKit", "CProcessLimits",
+                "ProcessSupervision", "CProcessLimits",
                 // The kit's router and catalog, read against the server's message builder (KitContractTests).
                 .product(name: "CaregiverPushClient", package: "caregiver-push-client"),
                 .product(name: "Logging", package: "swift-log"),

@@ -4,7 +4,7 @@ import OpenSSLCrypto
 import JOSE
 import FunctionRuntime
 import Migrations
-import FunctionHostKit
+import ProcessSupervision
 import ArgumentParser
 import CaregiverPush
 import FCMEmulator

@@ -2,7 +2,7 @@ import Codecs
 import OpenSSLCrypto
 import JOSE
 import CaregiverPush
-import FunctionHostKit
+import ProcessSupervision
 import Foundation
 
 /// The local stack's caregiver-token signing key: an ES256 (P-256) key kept in `.data/`, created once, published by

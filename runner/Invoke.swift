@@ -1,4 +1,4 @@
-import FunctionHostKit
+import ProcessSupervision
 import ArgumentParser
 import CaregiverPush
 import Foundation

@@ -28,10 +28,10 @@ final class CurlTransfer {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     /// Prepares (but does not start) a transfer, loading libcurl if nothing has yet.
-    /// - Throws: ``HTTPClientError`` when libcurl cannot be loaded or refuses the handle or an option.
-    init(request: HTTPRequest, tag: Int, timeoutMilliseconds: Int) throws(HTTPClientError) {
+    /// - Throws: ``CurlError`` when libcurl cannot be loaded or refuses the handle or an option.
+    init(request: CurlRequest, tag: Int, timeoutMilliseconds: Int) throws(CurlError) {
         try CurlLibrary.load()
-        guard let handle = ccurl_easy_init() else { throw HTTPClientError(.setupFailed) }
+        guard let handle = ccurl_easy_init() else { throw CurlError(.setupFailed) }
         self.handle = handle
         self.tag = tag
         self.sink = Sink(
@@ -53,7 +53,7 @@ final class CurlTransfer {
         errorBuffer.deallocate()
     }
 
-    private func configure(_ request: HTTPRequest, timeoutMilliseconds: Int) throws(HTTPClientError) {
+    private func configure(_ request: CurlRequest, timeoutMilliseconds: Int) throws(CurlError) {
         try check(ccurl_easy_setopt_string(handle, CURLOPT_URL, request.url))
         try check(ccurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
         try check(ccurl_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
@@ -91,7 +91,7 @@ final class CurlTransfer {
         // URL expects `Content-Type:` empty, which stops libcurl's form-encoded default for a body.
         let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
         for line in lines + ["Expect:"] {
-            guard let appended = ccurl_slist_append(headerList, line) else { throw HTTPClientError(.setupFailed) }
+            guard let appended = ccurl_slist_append(headerList, line) else { throw CurlError(.setupFailed) }
             headerList = appended
         }
         try check(ccurl_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
@@ -104,7 +104,7 @@ final class CurlTransfer {
 
     /// Peer and host-name verification on (libcurl's defaults, set anyway so that no build can differ), anchored
     /// in the request's trust store.
-    private func configureTrust(_ trust: TrustStore) throws(HTTPClientError) {
+    private func configureTrust(_ trust: TrustStore) throws(CurlError) {
         try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1))
         try check(ccurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
         if let file = trust.caFile { try check(ccurl_easy_setopt_string(handle, CURLOPT_CAINFO, file)) }
@@ -115,36 +115,36 @@ final class CurlTransfer {
         }
     }
 
-    private func check(_ code: CURLcode) throws(HTTPClientError) {
-        guard code == CURLE_OK else { throw HTTPClientError(.setupFailed, curlCode: Int(code.rawValue)) }
+    private func check(_ code: CURLcode) throws(CurlError) {
+        guard code == CURLE_OK else { throw CurlError(.setupFailed, curlCode: Int(code.rawValue)) }
     }
 
     /// The outcome once libcurl reports the transfer done with `code`.
-    func result(code: CURLcode) -> Result<HTTPResponse, HTTPClientError> {
+    func result(code: CURLcode) -> Result<CurlResponse, CurlError> {
         guard code == CURLE_OK else {
             switch code {
             case CURLE_OPERATION_TIMEDOUT:
-                return .failure(HTTPClientError(.timedOut, curlCode: Int(code.rawValue)))
+                return .failure(CurlError(.timedOut, curlCode: Int(code.rawValue)))
             case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
                 CURLE_SSL_PINNEDPUBKEYNOTMATCH:
                 let detail = String(cString: errorBuffer)
                 return .failure(
-                    HTTPClientError(
+                    CurlError(
                         .tlsVerificationFailed, curlCode: Int(code.rawValue), detail: detail.isEmpty ? nil : detail))
             case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY,
                 CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_SSL_CONNECT_ERROR,
                 CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
-                return .failure(HTTPClientError(.connectionFailed, curlCode: Int(code.rawValue)))
+                return .failure(CurlError(.connectionFailed, curlCode: Int(code.rawValue)))
             case CURLE_WRITE_ERROR:
-                return .failure(HTTPClientError(.responseTooLarge, curlCode: Int(code.rawValue)))
+                return .failure(CurlError(.responseTooLarge, curlCode: Int(code.rawValue)))
             default:
-                return .failure(HTTPClientError(.transferFailed, curlCode: Int(code.rawValue)))
+                return .failure(CurlError(.transferFailed, curlCode: Int(code.rawValue)))
             }
         }
         var status = 0
         _ = ccurl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         return .success(
-            HTTPResponse(
+            CurlResponse(
                 status: status, headers: Self.parseHeaders(sink.headerLines), body: sink.body,
                 bodyExceededLimit: sink.exceededLimit))
     }
@@ -207,22 +207,22 @@ private let curlWriteHeader: ccurl_write_callback = { data, size, count, context
 /// `curl_global_init`, once. A process that makes no HTTP request never maps libcurl or its dependencies.
 enum CurlLibrary {
     /// `nil` once libcurl is loaded and initialised; otherwise why not, for every request of the process.
-    private static let failure: HTTPClientError? = {
+    private static let failure: CurlError? = {
         guard ccurl_load() == 0 else {
             let reason = ccurl_load_error().map { String(cString: $0) } ?? "unknown reason"
-            return HTTPClientError(.libraryUnavailable, detail: "cannot load \(CCURL_LIBRARY): \(reason)")
+            return CurlError(.libraryUnavailable, detail: "cannot load \(CCURL_LIBRARY): \(reason)")
         }
         let code = ccurl_global_init(Int(CURL_GLOBAL_DEFAULT))
         guard code == CURLE_OK else {
-            return HTTPClientError(
+            return CurlError(
                 .libraryUnavailable, curlCode: Int(code.rawValue), detail: "\(CCURL_LIBRARY): curl_global_init failed")
         }
         return nil
     }()
 
     /// Loads libcurl on the first call.
-    /// - Throws: ``HTTPClientError`` of kind `libraryUnavailable` when libcurl cannot be loaded or initialised.
-    static func load() throws(HTTPClientError) {
+    /// - Throws: ``CurlError`` of kind `libraryUnavailable` when libcurl cannot be loaded or initialised.
+    static func load() throws(CurlError) {
         if let failure { throw failure }
     }
 }

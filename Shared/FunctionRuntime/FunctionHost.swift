@@ -50,7 +50,7 @@ public enum FunctionHost {
         let started = ContinuousClock.now
         let metrics = InvocationMetrics()
         metrics.set(.coldStart, 1)
-        let result: InvocationResult
+        let result: InvocationOutput
         switch StandardStreams.readInput(limit: eventLimit) {
         case .some(let bytes):
             result = handler.handle(InvocationInput(eventBytes: bytes, metrics: metrics), resources: resources)

@@ -25,7 +25,7 @@ public struct InvocationInput {
 }
 
 /// What an invocation produced: the response document, then the work to run once it has been delivered.
-public struct InvocationResult {
+public struct InvocationOutput {
     public var document: any Encodable & Sendable
     public var afterResponse: (() -> Void)?
 
@@ -48,10 +48,10 @@ public protocol InvocationHandling {
     var metricsNamespace: String { get }
 
     /// Handles one invocation. Never throws: every failure is a response document.
-    func handle(_ input: InvocationInput, resources: Resources) -> InvocationResult
+    func handle(_ input: InvocationInput, resources: Resources) -> InvocationOutput
 
     /// The answer to an event larger than the host accepts.
-    func oversizedEvent(limit: Int) -> InvocationResult
+    func oversizedEvent(limit: Int) -> InvocationOutput
 
     /// One-shot mode's end, once the post-response work is done: let go of what the process held.
     func release(_ resources: Resources)

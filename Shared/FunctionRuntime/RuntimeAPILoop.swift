@@ -55,17 +55,17 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         let tooLarge: Bool
     }
 
-    private func nextInvocation() -> Result<Invocation, HTTPClientError> {
+    private func nextInvocation() -> Result<Invocation, CurlError> {
         // The host answers when it has an event: wait as long as it takes. An event up to Lambda's own limit is
         // read; a larger one is read to its end and dropped (its request id is still needed to answer it), never
         // counted as the host going away.
-        var request = HTTPRequest(url: "\(base)/invocation/next", responseBodyLimit: FunctionHost.eventLimit)
+        var request = CurlRequest(url: "\(base)/invocation/next", responseBodyLimit: FunctionHost.eventLimit)
         request.discardsOversizedBody = true
-        let result = HTTPClient.perform(request, timeoutMilliseconds: 86_400_000)
+        let result = CurlClient.perform(request, timeoutMilliseconds: 86_400_000)
         return result.flatMap { response in
             guard response.status == 200, let requestID = response.headers["lambda-runtime-aws-request-id"],
                 !requestID.isEmpty
-            else { return .failure(HTTPClientError(.transferFailed)) }
+            else { return .failure(CurlError(.transferFailed)) }
             let deadline = response.headers["lambda-runtime-deadline-ms"].flatMap {
                 Self.deadline(epochMilliseconds: $0)
             }
@@ -108,8 +108,8 @@ struct RuntimeAPILoop<H: InvocationHandling> {
     }
 
     private func post(_ url: String, body: [UInt8]) {
-        let request = HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body)
-        if case .failure(let error) = HTTPClient.perform(request, timeoutMilliseconds: 10_000) {
+        let request = CurlRequest(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body)
+        if case .failure(let error) = CurlClient.perform(request, timeoutMilliseconds: 10_000) {
             handler.logger.error("runtime API refused the result", metadata: ["error": .string(error.description)])
         }
     }

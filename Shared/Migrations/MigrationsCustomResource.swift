@@ -84,14 +84,14 @@ public struct MigrationsCustomResource: InvocationHandling {
         resources.release()
     }
 
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationResult {
+    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput {
         let request: Request
         do {
             request = try Self.parse(input.eventBytes)
         } catch {
             // Nowhere to answer: the event is not CloudFormation's. Nothing was changed.
             logger.error("event is not a custom-resource request", metadata: ["error": .string(error.detail)])
-            return InvocationResult(document: error, afterResponse: nil)
+            return InvocationOutput(document: error, afterResponse: nil)
         }
         var log = logger
         log[metadataKey: "requestId"] = .string(request.requestID.map { String($0.prefix(128)) } ?? "")
@@ -102,12 +102,12 @@ public struct MigrationsCustomResource: InvocationHandling {
         let summary = Summary(
             requestType: request.requestType.map { String($0.prefix(16)) } ?? "", status: response.status,
             applied: applied, responded: responded)
-        return InvocationResult(document: summary, afterResponse: nil)
+        return InvocationOutput(document: summary, afterResponse: nil)
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationResult {
+    public func oversizedEvent(limit: Int) -> InvocationOutput {
         logger.error("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
-        return InvocationResult(document: Problem.badRequest("The event is too large."), afterResponse: nil)
+        return InvocationOutput(document: Problem.badRequest("The event is too large."), afterResponse: nil)
     }
 
     /// The request's fields; only `ResponseURL` is needed to answer at all (the others are checked by ``outcome``).
@@ -227,9 +227,9 @@ public struct MigrationsCustomResource: InvocationHandling {
             guard let shorter = try? encoder.encode(response) else { return false }
             body = shorter
         }
-        let request = HTTPRequest(method: "PUT", url: url, headers: [("Content-Type", "")], body: Array(body))
+        let request = CurlRequest(method: "PUT", url: url, headers: [("Content-Type", "")], body: Array(body))
         for attempt in 1...3 {
-            switch HTTPClient.perform(request, timeoutMilliseconds: 10_000) {
+            switch CurlClient.perform(request, timeoutMilliseconds: 10_000) {
             case .success(let answer) where (200..<300).contains(answer.status):
                 logger.info(
                     "custom-resource response delivered", metadata: ["customResource.status": .string(response.status)])

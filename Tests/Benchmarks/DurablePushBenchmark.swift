@@ -1,7 +1,7 @@
 import Codecs
 import Libpq
 import FunctionRuntime
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Logging

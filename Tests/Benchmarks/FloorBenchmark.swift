@@ -1,4 +1,4 @@
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 

@@ -1,7 +1,7 @@
 import Codecs
 import Libpq
 import JOSE
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 

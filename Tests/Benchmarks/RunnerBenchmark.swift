@@ -2,7 +2,7 @@ import Codecs
 import Curl
 import JOSE
 import FunctionRuntime
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 
@@ -58,17 +58,17 @@ struct RunnerBenchmark {
         for mode in ["cold", "warm"] {
             let server = try Server(binDirectory: binDirectory, mode: mode, environment: environment)
             defer { server.stop() }
-            let request = HTTPRequest(
+            let request = CurlRequest(
                 method: "POST", url: "http://127.0.0.1:\(server.port)/api/push/register",
                 headers: [("authorization", "Bearer \(token)"), ("content-type", "application/json")],
                 body: Array(body.utf8))
             // One untimed request: a warm pool's workers connect to the database on their first invocation.
-            _ = HTTPClient.perform(request, timeoutMilliseconds: 30_000)
+            _ = CurlClient.perform(request, timeoutMilliseconds: 30_000)
             rows.append(
                 Row(
                     path: "HTTP → runner serve --mode \(mode) → push-register",
                     medianMilliseconds: try measure {
-                        guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 30_000),
+                        guard case .success(let response) = CurlClient.perform(request, timeoutMilliseconds: 30_000),
                             response.status == 200
                         else { throw BenchmarkError("runner \(mode) did not answer 200") }
                     }))

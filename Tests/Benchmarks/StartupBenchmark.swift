@@ -2,7 +2,7 @@ import Codecs
 import JOSE
 import Libpq
 import Migrations
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Logging

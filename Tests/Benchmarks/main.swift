@@ -72,7 +72,7 @@ do {
         written first, untimed, as the recording transaction does), the FCM emulator answering each `messages:send`
         after \(delay) ms over TLS with ALPN h2, as `fcm.googleapis.com` does (a throwaway CA made at start, trusted
         through `SSL_CERT_FILE`; the emulator allows 100 concurrent streams per connection, as Google does). One
-        process, one `HTTPClient` kept across rounds, as a warm function keeps it. Median of 5 runs after a warm-up
+        process, one `CurlClient` kept across rounds, as a warm function keeps it. Median of 5 runs after a warm-up
         run that mints the access token and opens the connections. Ratio: against the 1-device median of the same
         run. Connections: those the last round's sends arrived on (the emulator's count); streams: the most sends in
         flight on one connection at once.

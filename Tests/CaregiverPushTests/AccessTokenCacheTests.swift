@@ -81,11 +81,11 @@ struct FCMEmulatorTargetTests {
             try AccessTokenCacheTests.provider(fake).accessToken(connection: connection, logger: Logger(label: "t"))
         }
         func send(_ message: [String: JSONValue]) -> Int? {
-            let request = HTTPRequest(
+            let request = CurlRequest(
                 method: "POST", url: fake.baseURL + "/v1/projects/demo-project/messages:send",
                 headers: [("Authorization", "Bearer \(accessToken)"), ("Content-Type", "application/json")],
                 body: Array(json(["message": .object(message)]).utf8))
-            guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000) else {
+            guard case .success(let response) = CurlClient.perform(request, timeoutMilliseconds: 5000) else {
                 return nil
             }
             return response.status

@@ -1,5 +1,5 @@
 import Libpq
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Synchronization

@@ -1,6 +1,6 @@
 import Codecs
 import FunctionRuntime
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Testing

@@ -6,8 +6,8 @@ import Testing
 /// Classification of `messages:send` answers, fed Google's exact JSON shapes (FCM-NOTES "Errors").
 @Suite("FCM answer classification")
 struct FCMSendOutcomeTests {
-    static func response(_ status: Int, _ body: String, headers: [String: String] = [:]) -> HTTPResponse {
-        HTTPResponse(status: status, headers: headers, body: Array(body.utf8))
+    static func response(_ status: Int, _ body: String, headers: [String: String] = [:]) -> CurlResponse {
+        CurlResponse(status: status, headers: headers, body: Array(body.utf8))
     }
 
     static func fcmError(_ status: Int, _ rpc: String, _ code: String, message: String = "m", extra: String = "")

@@ -1,4 +1,4 @@
-import FunctionHostKit
+import ProcessSupervision
 import Foundation
 import Testing
 
@@ -30,7 +30,7 @@ struct LayeringTests {
         }
     }
 
-    /// The modules the functions link, by folder: none imports `Foundation` (the runner-only `FunctionHostKit` may).
+    /// The modules the functions link, by folder: none imports `Foundation` (the runner-only `ProcessSupervision` may).
     @Test("no function-linked module imports Foundation")
     func noFoundationImport() throws {
         let root = TestDatabase.repositoryRoot

@@ -65,7 +65,7 @@ struct LazyCurlTests {
 
     @Test("a library that does not load is a transient failure that names it")
     func libraryUnavailableIsTransient() {
-        let error = HTTPClientError(
+        let error = CurlError(
             .libraryUnavailable,
             detail: "cannot load libcurl.so.4: libcurl.so.4: cannot open shared object file: No such file or directory")
         #expect(error.isTransient)

@@ -1,6 +1,6 @@
 import Codecs
 import Libpq
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Synchronization

@@ -1,5 +1,5 @@
 import Foundation
-import FunctionHostKit
+import ProcessSupervision
 import Testing
 
 /// The local stack's secrets (`.data/dev-jwt-secret`, the dev signing key) are readable by their owner only.

@@ -368,8 +368,8 @@ struct PushDispatchTests {
         let log = CapturedLog()
         #expect(Self.dispatch(Self.event(household), fake: fake, log: log).sent == 1)
         guard
-            case .success(let raw) = HTTPClient.perform(
-                HTTPRequest(url: fake.baseURL + "/_emulator/fcm/requests"), timeoutMilliseconds: 5000)
+            case .success(let raw) = CurlClient.perform(
+                CurlRequest(url: fake.baseURL + "/_emulator/fcm/requests"), timeoutMilliseconds: 5000)
         else { Issue.record("fake did not answer"); return }
         let everythingSent = String(decoding: raw.body, as: UTF8.self)
         #expect(everythingSent.contains(token))

@@ -1,7 +1,7 @@
 import Codecs
 import Curl
 import OpenSSLCrypto
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Synchronization
@@ -119,8 +119,8 @@ struct RunnerHardeningTests {
         // The private listener itself knows only the real secrets.
         let privateBase = try #require(apis.first?.split(separator: "/").first)
         let wrongSecret = Base64URL.encode(try SecureRandom.bytes(24))
-        let answer = HTTPClient.perform(
-            HTTPRequest(url: "http://\(privateBase)/\(wrongSecret)/2018-06-01/runtime/invocation/next"),
+        let answer = CurlClient.perform(
+            CurlRequest(url: "http://\(privateBase)/\(wrongSecret)/2018-06-01/runtime/invocation/next"),
             timeoutMilliseconds: 10_000)
         #expect((try? answer.get().status) == 404)
     }

@@ -1,5 +1,5 @@
 import Codecs
-import FunctionHostKit
+import ProcessSupervision
 import Foundation
 import Testing
 

@@ -1,5 +1,5 @@
 import FunctionRuntime
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import HTTPTypes
@@ -175,7 +175,7 @@ final class Gateway: Sendable {
     func invoke(
         _ function: FunctionTable.Function, event: [UInt8], requestID: String,
         finished: @escaping @Sendable () async -> Void = {}
-    ) async -> InvocationResult? {
+    ) async -> FunctionOutcome? {
         // One queue deadline for the whole wait: for a concurrency slot, then (warm) for a worker.
         let queueDeadline = ContinuousClock.now + queueTimeout
         guard let gate = gates[function.name], await gate.acquire(timeout: queueTimeout) else {

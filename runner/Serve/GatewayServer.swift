@@ -1,5 +1,5 @@
 import OpenSSLCrypto
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import FCMEmulator
 import Foundation

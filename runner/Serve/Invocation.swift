@@ -1,12 +1,12 @@
 import Codecs
 import FunctionRuntime
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Synchronization
 
 /// What became of one invocation, as the gateway needs it.
-enum InvocationResult: Sendable {
+enum FunctionOutcome: Sendable {
     /// The function's response document (stdout, or the Runtime API's response body), and the process that wrote it.
     case output([UInt8], pid: Int32)
     case timedOut
@@ -61,7 +61,7 @@ struct ColdInvoker: Sendable {
     func invoke(
         _ function: FunctionTable.Function, event: [UInt8], requestID: String,
         finished: @escaping @Sendable () async -> Void
-    ) async -> InvocationResult {
+    ) async -> FunctionOutcome {
         let forwarder = StderrForwarder(function: function.name)
         let process: FunctionProcess
         do {

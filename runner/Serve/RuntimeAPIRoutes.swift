@@ -1,5 +1,4 @@
 import Codecs
-import Curl
 import OpenSSLCrypto
 import CaregiverPush
 import Foundation

@@ -1,5 +1,5 @@
 import Codecs
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Logging

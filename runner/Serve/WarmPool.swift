@@ -1,5 +1,5 @@
 import FunctionRuntime
-import FunctionHostKit
+import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Logging
@@ -16,7 +16,7 @@ import Logging
 /// The pool heals: a worker that cannot be started, or that exits before it ever asked for an event (a broken
 /// binary, a missing library, an init error), is retried with exponential backoff (``backoff(failures:)``) for as
 /// long as the runner lives, never given up on; an invocation that waits past its queue deadline with no live worker
-/// is answered ``InvocationResult/unavailable(retryAfterSeconds:)`` (a 503 with `Retry-After`) and frees its slot; and
+/// is answered ``FunctionOutcome/unavailable(retryAfterSeconds:)`` (a 503 with `Retry-After`) and frees its slot; and
 /// ``isLive`` (what `/readyz` reports) is false while no worker is ready.
 actor WarmPool {
     struct Event: Sendable {
@@ -28,7 +28,7 @@ actor WarmPool {
 
     private struct Waiting {
         let event: Event
-        let result: CheckedContinuation<InvocationResult, Never>
+        let result: CheckedContinuation<FunctionOutcome, Never>
         let finished: @Sendable () async -> Void
         var expiry: Task<Void, Never>
     }
@@ -56,7 +56,7 @@ actor WarmPool {
     /// client has been answered; the timer runs until the end either way.
     private var inFlight:
         [String: (
-            worker: Int, pid: Int32, result: CheckedContinuation<InvocationResult, Never>?, timer: Task<Void, Never>
+            worker: Int, pid: Int32, result: CheckedContinuation<FunctionOutcome, Never>?, timer: Task<Void, Never>
         )] = [:]
     private var draining = false
     private let directory: WorkerDirectory
@@ -168,11 +168,11 @@ actor WarmPool {
 
     /// Runs one invocation on the first worker free.
     /// - Parameter queueDeadline: when no worker has taken it by then and none is live, it is answered
-    ///   ``InvocationResult/unavailable(retryAfterSeconds:)`` and `finished` is called (its slot is freed).
+    ///   ``FunctionOutcome/unavailable(retryAfterSeconds:)`` and `finished` is called (its slot is freed).
     func invoke(
         event body: [UInt8], clientRequestID: String, queueDeadline: ContinuousClock.Instant,
         finished: @escaping @Sendable () async -> Void
-    ) async -> InvocationResult {
+    ) async -> FunctionOutcome {
         let deadline = Int64((Date().timeIntervalSince1970 + Double(function.timeoutSeconds)) * 1000)
         let event = Event(
             awsRequestID: UUID().uuidString.lowercased(), deadlineMilliseconds: deadline, body: body,
@@ -282,7 +282,7 @@ actor WarmPool {
 
     /// The client's continuation of an invocation of `worker` not yet answered; `nil` for another worker's id, an
     /// unknown one, or one already answered.
-    private func takeResult(_ awsRequestID: String, worker: Int) -> CheckedContinuation<InvocationResult, Never>? {
+    private func takeResult(_ awsRequestID: String, worker: Int) -> CheckedContinuation<FunctionOutcome, Never>? {
         guard let entry = inFlight[awsRequestID], entry.worker == worker, let result = entry.result else { return nil }
         inFlight[awsRequestID]?.result = nil
         return result

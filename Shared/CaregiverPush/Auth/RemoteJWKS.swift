@@ -188,7 +188,7 @@ public final class RemoteJWKS {
 
     /// Why a fetch produced no key set. Names the failure, never the document.
     enum FetchFailure: Error, CustomStringConvertible {
-        case transport(HTTPClientError)
+        case transport(CurlError)
         case status(Int)
         case notAKeySet(JWKSError.Reason)
 
@@ -203,10 +203,10 @@ public final class RemoteJWKS {
 
     /// One bounded GET of the document: 200, at most ``documentLimit`` bytes, a key set.
     private func download() -> Result<(String, JWKS), FetchFailure> {
-        let request = HTTPRequest(
+        let request = CurlRequest(
             url: url, headers: [("Accept", "application/json")], responseBodyLimit: Self.documentLimit, trust: trust)
-        let response: HTTPResponse
-        switch HTTPClient.perform(request, timeoutMilliseconds: Self.fetchTimeoutMilliseconds) {
+        let response: CurlResponse
+        switch CurlClient.perform(request, timeoutMilliseconds: Self.fetchTimeoutMilliseconds) {
         case .success(let value): response = value
         case .failure(let error): return .failure(.transport(error))
         }

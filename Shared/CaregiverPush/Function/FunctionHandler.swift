@@ -81,18 +81,18 @@ extension FunctionHandler: InvocationHandling {
 
     public var metricsNamespace: String { configuration.metricsNamespace }
 
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationResult {
+    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput {
         let outcome = invoke(
             eventBytes: input.eventBytes, database: resources.database, push: resources.push,
             requestIDFallback: input.requestIDFallback,
             now: input.now, deadline: input.deadline, metrics: input.metrics)
-        return InvocationResult(document: outcome.response, afterResponse: outcome.afterResponse)
+        return InvocationOutput(document: outcome.response, afterResponse: outcome.afterResponse)
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationResult {
+    public func oversizedEvent(limit: Int) -> InvocationOutput {
         logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
         let problem = Problem.payloadTooLarge(limit: Self.bodyLimit)
-        return InvocationResult(
+        return InvocationOutput(
             document: APIGatewayV2Response.problem(problem, requestID: UUID().uuidString.lowercased()),
             afterResponse: nil)
     }

@@ -108,13 +108,13 @@ public final class AccessTokenProvider {
             ],
             using: .rsa(signingKey, kid: account.privateKeyID))
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
-        let request = HTTPRequest(
+        let request = CurlRequest(
             method: "POST", url: account.tokenURI,
             headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
             body: Array(form.utf8), responseBodyLimit: 64 * 1024, trust: trust)
         mintCount += 1
-        let response: HTTPResponse
-        switch HTTPClient.perform(request, timeoutMilliseconds: timeoutMilliseconds) {
+        let response: CurlResponse
+        switch CurlClient.perform(request, timeoutMilliseconds: timeoutMilliseconds) {
         case .success(let value): response = value
         case .failure(let error): throw TokenExchangeError(status: nil, error: error.description)
         }

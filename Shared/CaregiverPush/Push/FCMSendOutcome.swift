@@ -20,7 +20,7 @@ public enum FCMSendOutcome: Equatable, Sendable {
     case fail(error: String)
 
     /// Classifies an HTTP answer of `messages:send`.
-    public static func classify(_ response: HTTPResponse) -> FCMSendOutcome {
+    public static func classify(_ response: CurlResponse) -> FCMSendOutcome {
         let document = try? JSONValue.parse(response.body)
         if (200..<300).contains(response.status) {
             guard let name = document?["name"]?.stringValue, !name.isEmpty else {
@@ -62,7 +62,7 @@ public enum FCMSendOutcome: Equatable, Sendable {
     /// How long the whole sender must pause: a 429 (`QUOTA_EXCEEDED`, `RESOURCE_EXHAUSTED`) carrying `Retry-After`.
     /// Google's throttling guidance asks the sender, not just the device, to stop for that long; a 429 without it
     /// backs off that device alone.
-    public static func senderPause(_ response: HTTPResponse) -> TimeInterval? {
+    public static func senderPause(_ response: CurlResponse) -> TimeInterval? {
         guard response.status == 429 else { return nil }
         return response.headers["retry-after"].flatMap(retryAfterSeconds).flatMap { $0 > 0 ? $0 : nil }
     }

@@ -25,7 +25,7 @@ extension PushDispatcher {
     /// exponential back-off and jitter (honouring `Retry-After`) while the retry fits before `deadline` and the lease
     /// has attempts left; otherwise the delivery goes back to `PENDING`, due after the next back-off.
     func send(
-        _ deliveries: [LeasedDelivery], accessToken: String, provider: AccessTokenProvider, client: HTTPClient,
+        _ deliveries: [LeasedDelivery], accessToken: String, provider: AccessTokenProvider, client: CurlClient,
         database: DatabaseSession, deadline: ContinuousClock.Instant, logger: Logger
     ) -> [DeliveryOutcome] {
         var progress = deliveries.map { delivery in
@@ -37,8 +37,8 @@ extension PushDispatcher {
         let url = "\(configuration.fcmAPIBaseURL)/v1/projects/\(provider.account.projectID)/messages:send"
         var currentToken = accessToken
         var refreshedToken = false
-        func request(_ index: Int) -> HTTPRequest {
-            HTTPRequest(
+        func request(_ index: Int) -> CurlRequest {
+            CurlRequest(
                 method: "POST", url: url,
                 headers: [
                     ("Authorization", "Bearer \(currentToken)"), ("Content-Type", "application/json; charset=UTF-8"),

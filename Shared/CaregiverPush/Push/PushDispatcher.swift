@@ -16,7 +16,7 @@ import Logging
 ///
 /// 1. Gets the FCM access token first (shared in `fcm_access_tokens`), so that nothing is leased that cannot be sent.
 /// 2. Leases the due deliveries (``DeliveryQueue/lease(eventKey:limit:configuration:database:)``).
-/// 3. Sends them concurrently over the process's ``HTTPClient``, retrying transient failures inside the deadline.
+/// 3. Sends them concurrently over the process's ``CurlClient``, retrying transient failures inside the deadline.
 /// 4. Records each outcome; what could not be sent in time goes back to `PENDING` with a back-off, for the sweep.
 ///
 /// Nothing is thrown: this runs after the response. Whatever goes wrong leaves deliveries `PENDING` or leased, and a
@@ -113,7 +113,7 @@ public struct PushDispatcher {
             return Report(skippedReason: "deadline")
         }
         guard let provider = push.tokenProvider(logger: log) else { return Report(skippedReason: "service account") }
-        let client: HTTPClient
+        let client: CurlClient
         let accessToken: String
         do {
             client = try push.httpClient()

@@ -13,7 +13,7 @@ public final class PushResources {
 
     private let configuration: Configuration
     private var state = State.unloaded
-    private var client: HTTPClient?
+    private var client: CurlClient?
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -42,10 +42,10 @@ public final class PushResources {
     }
 
     /// The process's FCM client: kept, so that a warm process (and a sweep's batches) reuse its connections.
-    /// - Throws: ``HTTPClientError`` when libcurl cannot create one.
-    public func httpClient() throws(HTTPClientError) -> HTTPClient {
+    /// - Throws: ``CurlError`` when libcurl cannot create one.
+    public func httpClient() throws(CurlError) -> CurlClient {
         if let client { return client }
-        let created = try HTTPClient()
+        let created = try CurlClient()
         client = created
         return created
     }

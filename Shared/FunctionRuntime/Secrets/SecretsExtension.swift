@@ -39,12 +39,12 @@ public struct SecretsExtension: Sendable {
     /// yet) this asks again every 100 ms for up to `readinessWaitMilliseconds`; every other answer is final.
     public func secretString(_ id: String) -> Result<String, SecretsExtensionError> {
         guard let sessionToken else { return .failure(SecretsExtensionError(.noSessionToken)) }
-        let request = HTTPRequest(
+        let request = CurlRequest(
             url: "http://127.0.0.1:\(port)/secretsmanager/get?secretId=\(Self.percentEncoded(id))",
             headers: [("X-Aws-Parameters-Secrets-Token", sessionToken)], responseBodyLimit: 256 * 1024)
         let giveUp = ContinuousClock.now + .milliseconds(readinessWaitMilliseconds)
         while true {
-            let outcome = Self.interpret(HTTPClient.perform(request, timeoutMilliseconds: 2000))
+            let outcome = Self.interpret(CurlClient.perform(request, timeoutMilliseconds: 2000))
             guard case .failure(let error) = outcome, error.isStartingUp, ContinuousClock.now < giveUp else {
                 return outcome
             }
@@ -53,8 +53,8 @@ public struct SecretsExtension: Sendable {
     }
 
     /// What one answer of the extension means.
-    static func interpret(_ result: Result<HTTPResponse, HTTPClientError>) -> Result<String, SecretsExtensionError> {
-        let response: HTTPResponse
+    static func interpret(_ result: Result<CurlResponse, CurlError>) -> Result<String, SecretsExtensionError> {
+        let response: CurlResponse
         switch result {
         case .failure(let error) where error.kind == .connectionFailed:
             return .failure(SecretsExtensionError(.notListening))

@@ -30,8 +30,8 @@ extension FCMFake {
     var jwksFetches: Int {
         get throws {
             guard
-                case .success(let response) = HTTPClient.perform(
-                    HTTPRequest(url: baseURL + "/_emulator/jwks/stats", trust: trust), timeoutMilliseconds: 5000),
+                case .success(let response) = CurlClient.perform(
+                    CurlRequest(url: baseURL + "/_emulator/jwks/stats", trust: trust), timeoutMilliseconds: 5000),
                 response.status == 200, let fetches = try JSONValue.parse(response.body)["fetches"]?.integerValue
             else { throw FakeError.badAnswer }
             return Int(fetches)
@@ -39,10 +39,10 @@ extension FCMFake {
     }
 
     private func control(_ method: String, _ path: String, body: String) throws {
-        let request = HTTPRequest(
+        let request = CurlRequest(
             method: method, url: baseURL + path, headers: [("Content-Type", "application/json")],
             body: Array(body.utf8), trust: trust)
-        guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000),
+        guard case .success(let response) = CurlClient.perform(request, timeoutMilliseconds: 5000),
             response.status == 200
         else { throw FakeError.badAnswer }
     }

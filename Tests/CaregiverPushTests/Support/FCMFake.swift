@@ -114,18 +114,18 @@ final class FCMFake {
     func configure(delayMilliseconds: Int? = nil, revokeAccessTokens: Bool = false) throws {
         var body: [String: JSONValue] = ["revokeAccessTokens": .bool(revokeAccessTokens)]
         if let delayMilliseconds { body["delayMs"] = .number(Double(delayMilliseconds)) }
-        let request = HTTPRequest(
+        let request = CurlRequest(
             method: "POST", url: baseURL + "/_emulator/fcm/config", headers: [("Content-Type", "application/json")],
             body: Array(json(body).utf8), trust: trust)
-        guard case .success(let response) = HTTPClient.perform(request, timeoutMilliseconds: 5000),
+        guard case .success(let response) = CurlClient.perform(request, timeoutMilliseconds: 5000),
             response.status == 200
         else { throw FakeError.badAnswer }
     }
 
     private func get(_ path: String) throws -> JSONValue {
         guard
-            case .success(let response) = HTTPClient.perform(
-                HTTPRequest(url: baseURL + path, trust: trust), timeoutMilliseconds: 5000),
+            case .success(let response) = CurlClient.perform(
+                CurlRequest(url: baseURL + path, trust: trust), timeoutMilliseconds: 5000),
             response.status == 200
         else { throw FakeError.badAnswer }
         return try JSONValue.parse(response.body)

@@ -215,10 +215,10 @@ struct RunnerClient: Sendable {
         _ method: String, _ path: String, headers: [String: String] = [:], body: String? = nil,
         timeoutMilliseconds: Int = 30_000
     ) throws -> Answer {
-        let request = HTTPRequest(
+        let request = CurlRequest(
             method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers.map { ($0.key, $0.value) },
             body: Array((body ?? "").utf8))
-        switch HTTPClient.perform(request, timeoutMilliseconds: timeoutMilliseconds) {
+        switch CurlClient.perform(request, timeoutMilliseconds: timeoutMilliseconds) {
         case .success(let response):
             // The emulator's inspection routes show what Google received, tokens included; they are not answers of
             // ours.

@@ -1,5 +1,5 @@
 /// An outgoing HTTP request (to FCM, to Google's token endpoint, to the Lambda Runtime API).
-public struct HTTPRequest: Sendable {
+public struct CurlRequest: Sendable {
     public var method: String
     public var url: String
     public var headers: [(name: String, value: String)]
@@ -8,7 +8,7 @@ public struct HTTPRequest: Sendable {
     /// ``discardsOversizedBody``.
     public var responseBodyLimit: Int
     /// Past ``responseBodyLimit``, read the rest of the body without keeping it and answer with an empty body and
-    /// ``HTTPResponse/bodyExceededLimit`` set, instead of failing: the Runtime API's next event, whose request id
+    /// ``CurlResponse/bodyExceededLimit`` set, instead of failing: the Runtime API's next event, whose request id
     /// (a header) is needed to answer an event too large to take.
     public var discardsOversizedBody = false
     /// The certificate authorities a TLS peer must chain to: the process's (``TrustStore/process``) unless a caller
@@ -29,11 +29,11 @@ public struct HTTPRequest: Sendable {
 }
 
 /// A received response; header names are lower-case.
-public struct HTTPResponse: Sendable {
+public struct CurlResponse: Sendable {
     public let status: Int
     public let headers: [String: String]
     public let body: [UInt8]
-    /// The body was larger than the request's limit and was discarded (``HTTPRequest/discardsOversizedBody``).
+    /// The body was larger than the request's limit and was discarded (``CurlRequest/discardsOversizedBody``).
     public let bodyExceededLimit: Bool
 
     public init(status: Int, headers: [String: String], body: [UInt8], bodyExceededLimit: Bool = false) {
@@ -45,7 +45,7 @@ public struct HTTPResponse: Sendable {
 }
 
 /// A transfer that produced no HTTP response. Never carries URLs, headers or bodies in its description.
-public struct HTTPClientError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Kind: String, Sendable {
         case setupFailed, connectionFailed, timedOut, transferFailed, responseTooLarge, deadlineExceeded
         /// The deadline came while the request was still waiting to start (a back-off, a throttle): never sent.

@@ -7,10 +7,10 @@ import CCurl
 /// one connection, up to 100 at a time; with HTTP/1.1 up to `maxConnectionsPerHost` connections run in parallel
 /// and the rest queue. Work can be scheduled for later (a retry after a back-off) from inside the completion
 /// handler. Not `Sendable`: one client belongs to one thread.
-public final class HTTPClient {
+public final class CurlClient {
     private let multi: UnsafeMutableRawPointer
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private var pending: [(due: ContinuousClock.Instant, request: HTTPRequest, tag: Int, timeout: Int)] = []
+    private var pending: [(due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int)] = []
     /// New connections opened by all transfers so far.
     public private(set) var connectionsOpened = 0
     /// No transfer starts before this instant: the server asked us to slow down (``throttle(until:)``).
@@ -19,11 +19,11 @@ public final class HTTPClient {
     /// The process's first client loads libcurl (nothing before it does: a process that sends nothing never maps it).
     /// - Parameter maxConnectionsPerHost: HTTP/1.1 connections per host. 100 by default, the pool Google's Admin
     ///   SDKs keep for FCM: an HTTP/1.1 endpoint (a proxy, the emulator) then gets the parallelism the SDK would use.
-    /// - Throws: ``HTTPClientError`` when libcurl cannot be loaded (`libraryUnavailable`, transient) or cannot create
+    /// - Throws: ``CurlError`` when libcurl cannot be loaded (`libraryUnavailable`, transient) or cannot create
     ///   a multi handle.
-    public init(maxConnectionsPerHost: Int = 100) throws(HTTPClientError) {
+    public init(maxConnectionsPerHost: Int = 100) throws(CurlError) {
         try CurlLibrary.load()
-        guard let multi = ccurl_multi_init() else { throw HTTPClientError(.setupFailed) }
+        guard let multi = ccurl_multi_init() else { throw CurlError(.setupFailed) }
         self.multi = multi
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
@@ -39,7 +39,7 @@ public final class HTTPClient {
     /// Queues a request to start at `due` (now when omitted). `tag` identifies it in the completion handler.
     /// - Parameter timeoutMilliseconds: the bound on this one attempt, connection included.
     public func schedule(
-        _ request: HTTPRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int
+        _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int
     ) {
         pending.append((max(due, pausedUntil ?? due), request, tag, timeoutMilliseconds))
     }
@@ -57,7 +57,7 @@ public final class HTTPClient {
     /// `.deadlineExceeded`.
     public func run(
         until deadline: ContinuousClock.Instant,
-        completion: (_ tag: Int, _ result: Result<HTTPResponse, HTTPClientError>) -> Void
+        completion: (_ tag: Int, _ result: Result<CurlResponse, CurlError>) -> Void
     ) {
         while !pending.isEmpty || !active.isEmpty {
             let now = ContinuousClock.now
@@ -79,9 +79,9 @@ public final class HTTPClient {
     }
 
     private func startDueTransfers(
-        now: ContinuousClock.Instant, completion: (Int, Result<HTTPResponse, HTTPClientError>) -> Void
+        now: ContinuousClock.Instant, completion: (Int, Result<CurlResponse, CurlError>) -> Void
     ) {
-        var remaining: [(due: ContinuousClock.Instant, request: HTTPRequest, tag: Int, timeout: Int)] = []
+        var remaining: [(due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int)] = []
         for item in pending {
             guard item.due <= now else {
                 remaining.append(item)
@@ -90,7 +90,7 @@ public final class HTTPClient {
             do {
                 let transfer = try CurlTransfer(request: item.request, tag: item.tag, timeoutMilliseconds: item.timeout)
                 guard ccurl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
-                    completion(item.tag, .failure(HTTPClientError(.setupFailed)))
+                    completion(item.tag, .failure(CurlError(.setupFailed)))
                     continue
                 }
                 active[transfer.handle] = transfer
@@ -101,7 +101,7 @@ public final class HTTPClient {
         pending = remaining
     }
 
-    private func collectFinished(completion: (Int, Result<HTTPResponse, HTTPClientError>) -> Void) {
+    private func collectFinished(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
         var queued: Int32 = 0
         while let message = ccurl_multi_info_read(multi, &queued) {
             guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
@@ -116,14 +116,14 @@ public final class HTTPClient {
 
     /// At the deadline: what was on the wire may have reached the server (`deadlineExceeded`); what never started
     /// certainly did not (`notStarted`).
-    private func abandonAll(completion: (Int, Result<HTTPResponse, HTTPClientError>) -> Void) {
+    private func abandonAll(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
         let onTheWire = active.values.map(\.tag)
         let neverStarted = pending.map(\.tag)
         for (handle, _) in active { ccurl_multi_remove_handle(multi, handle) }
         active.removeAll()
         pending.removeAll()
-        for tag in onTheWire { completion(tag, .failure(HTTPClientError(.deadlineExceeded))) }
-        for tag in neverStarted { completion(tag, .failure(HTTPClientError(.notStarted))) }
+        for tag in onTheWire { completion(tag, .failure(CurlError(.deadlineExceeded))) }
+        for tag in neverStarted { completion(tag, .failure(CurlError(.notStarted))) }
     }
 
     /// How long to wait for sockets: until the next scheduled start or the deadline, at most a second.
@@ -138,12 +138,12 @@ public final class HTTPClient {
     }
 
     /// Performs one request and waits for it (the OAuth exchange, the Runtime API).
-    public static func perform(_ request: HTTPRequest, timeoutMilliseconds: Int) -> Result<
-        HTTPResponse, HTTPClientError
+    public static func perform(_ request: CurlRequest, timeoutMilliseconds: Int) -> Result<
+        CurlResponse, CurlError
     > {
         do {
-            let client = try HTTPClient(maxConnectionsPerHost: 1)
-            var outcome: Result<HTTPResponse, HTTPClientError> = .failure(HTTPClientError(.deadlineExceeded))
+            let client = try CurlClient(maxConnectionsPerHost: 1)
+            var outcome: Result<CurlResponse, CurlError> = .failure(CurlError(.deadlineExceeded))
             client.schedule(request, tag: 0, timeoutMilliseconds: timeoutMilliseconds)
             client.run(until: .now + .milliseconds(timeoutMilliseconds + 500)) { _, result in outcome = result }
             return outcome
