@@ -143,6 +143,7 @@ extension PostgresConnection {
 public final class PipelinedTransaction {
     private let connection: PostgresConnection
     private(set) var hasBegun = false
+    private var flightsMade = 0
 
     init(connection: PostgresConnection) {
         self.connection = connection
@@ -156,5 +157,71 @@ public final class PipelinedTransaction {
         hasBegun = true
         let rows = try connection.pipeline(prologue + queries)
         return Array(rows[prologue.count...])
+    }
+
+    /// An empty flight of this transaction: ``Flight/add(_:)-(PostgresQuery)`` its statements, then ``run(_:)-(Flight)``
+    /// it and read each statement's rows by the handle `add` returned.
+    public func flight() -> Flight {
+        flightsMade += 1
+        return Flight(number: flightsMade)
+    }
+
+    /// Runs `flight`'s statements in the transaction in one round trip, as ``run(_:)-([PostgresQuery])`` does.
+    /// - Returns: each statement's rows, by the handle its ``Flight/add(_:)-(PostgresQuery)`` returned.
+    @discardableResult
+    public func run(_ flight: Flight) throws(PostgresError) -> FlightResults {
+        FlightResults(flight: flight.number, rows: try run(flight.queries))
+    }
+
+    /// The statements of one round trip, each named by the ``Statement`` handle that adding it returned, so that its
+    /// rows are read by that name and not by a position that depends on which optional statements were sent.
+    public struct Flight {
+        fileprivate let number: Int
+        fileprivate private(set) var queries: [PostgresQuery] = []
+
+        fileprivate init(number: Int) {
+            self.number = number
+        }
+
+        /// Adds `query` to the flight.
+        /// - Returns: the handle its rows are read by.
+        public mutating func add(_ query: PostgresQuery) -> Statement {
+            queries.append(query)
+            return Statement(flight: number, index: queries.count - 1)
+        }
+
+        /// Adds `query` when there is one; nothing is sent for `nil`.
+        /// - Returns: the handle its rows are read by, `nil` when nothing was added.
+        public mutating func add(_ query: PostgresQuery?) -> Statement? {
+            query.map { add($0) }
+        }
+    }
+
+    /// One statement of a ``Flight``.
+    public struct Statement: Hashable, Sendable {
+        fileprivate let flight: Int
+        fileprivate let index: Int
+    }
+
+    /// What a ``Flight`` returned, by statement.
+    public struct FlightResults {
+        fileprivate let flight: Int
+        fileprivate let rows: [PostgresRows]
+
+        /// The rows of `statement`, which must belong to the flight these are the results of.
+        public subscript(_ statement: Statement) -> PostgresRows {
+            precondition(statement.flight == flight, "a statement of another flight")
+            return rows[statement.index]
+        }
+
+        /// Whether `statement` was sent in this flight.
+        public func includes(_ statement: Statement) -> Bool {
+            statement.flight == flight
+        }
+
+        /// The rows of `statement`, `nil` when it was not sent.
+        public subscript(_ statement: Statement?) -> PostgresRows? {
+            statement.map { self[$0] }
+        }
     }
 }

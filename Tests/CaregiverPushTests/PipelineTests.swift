@@ -94,6 +94,34 @@ struct PipelineTests {
         }
     }
 
+    @Test(
+        "a flight's rows are read by the statement that asked for them, whichever optional statements were not sent",
+        arguments: [false, true])
+    func namedResults(sendsMiddle: Bool) throws {
+        try TestDatabase.with { connection in
+            let before = connection.roundTrips
+            let (first, middle, last) = try connection.withPipelinedTransaction { transaction in
+                var flight = transaction.flight()
+                let first = flight.add("SELECT 'first'")
+                let absent = flight.add(nil as PostgresQuery?)
+                let middle = flight.add(sendsMiddle ? "SELECT 'middle'" : nil)
+                let last = flight.add("SELECT 'last'")
+                #expect(absent == nil)
+                #expect((middle == nil) == !sendsMiddle)
+                let rows = try transaction.run(flight)
+                return (
+                    try rows[first][0].decode(String.self, at: 0),
+                    try rows[middle].map { try $0[0].decode(String.self, at: 0) },
+                    try rows[last][0].decode(String.self, at: 0)
+                )
+            }
+            #expect(connection.roundTrips - before == 2, "the flight, then COMMIT")
+            #expect(first == "first")
+            #expect(middle == (sendsMiddle ? "middle" : nil))
+            #expect(last == "last")
+        }
+    }
+
     @Test("a read-only transaction is one round trip, and refuses a write")
     func readOnly() throws {
         try TestDatabase.with { (connection: PostgresConnection) throws in

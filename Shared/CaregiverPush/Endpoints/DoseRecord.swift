@@ -20,22 +20,16 @@ public struct DoseRecord: Endpoint {
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
         let minute = TokyoClock.minuteOfDay(scheduledAt)
 
-        // One transaction: every wait (a conflicting dose another request has not committed yet) is bounded by the
-        // session's lock_timeout, a serialization failure or deadlock is retried whole, and the push the dose owes
-        // (the outbox) commits with it or not at all. Three round trips: what the checks read, what is written,
-        // COMMIT.
-        let (record, updatedCount, owedEvent) = try context.database.connection().withPipelinedTransaction(
-            logger: context.logger
-        ) { transaction -> (DoseRecordBody, Int, String?) in
-            let reads = try transaction.run(
-                [
-                    access.linkQuery, Medication.findQuery(medicationID, patientID: access.patientID),
-                    Medication.scheduleTimeQuery(medicationID, minuteOfDay: minute),
-                ].compactMap { $0 })
-            if access.linkQuery != nil { try access.checkLink(reads[0]) }
-            let medication = try Medication.found(reads[reads.count - 2], id: medicationID)
+        // One recording transaction: what the checks read, what is written, COMMIT — three round trips.
+        let (recorded, afterResponse) = try RecordingTransaction.run(access, source: .doseRecord, context: context) {
+            transaction -> RecordingTransaction.Recording<(record: DoseRecordBody, updatedCount: Int)> in
+            var reads = transaction.flight()
+            let medication = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
+            let scheduleTime = reads.add(Medication.scheduleTimeQuery(medicationID, minuteOfDay: minute))
+            let read = try transaction.run(reads)
             try Self.checkSchedule(
-                medication, scheduledAt: scheduledAt, now: context.now, isScheduleTime: !reads[reads.count - 1].isEmpty)
+                try Medication.found(read[medication], id: medicationID), scheduledAt: scheduledAt, now: context.now,
+                isScheduleTime: !read[scheduleTime].isEmpty)
 
             // The insert, the record as stored (this one, or the one recorded before), and the push it owes only
             // if the insert recorded it: the record's id is made here, so that the outbox statement can tell.
@@ -46,26 +40,25 @@ public struct DoseRecord: Endpoint {
                 slot: Slot(instant: scheduledAt), recordingGroupID: nil, takenAt: storedTakenAt,
                 withinTime: DoseRules.isWithinTime(scheduledAt: scheduledAt, takenAt: storedTakenAt),
                 actingCaregiverID: access.actingCaregiverID)
-            let outbox = PushOutbox.enqueueQuery(
-                event, source: .doseRecord, configuration: context.configuration, ifRecorded: .dose(recordID),
-                logger: context.logger)
-            let written = try transaction.run(
-                [
-                    """
-                    INSERT INTO dose_records
-                        (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
-                    VALUES (\(recordID), \(access.patientID), \(medicationID), \(scheduledAt), \(takenAt),
-                            \(access.role.rawValue), \(access.recorderID))
-                    ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
-                    RETURNING id
-                    """,
-                    """
-                    SELECT id, taken_at, recording_group_id FROM dose_records
-                    WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
-                      AND scheduled_at = \(scheduledAt)
-                    """,
-                ] + [outbox].compactMap { $0 })
-            guard let row = written[1].single else {
+            var writes = transaction.flight()
+            let inserted = writes.add(
+                """
+                INSERT INTO dose_records
+                    (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
+                VALUES (\(recordID), \(access.patientID), \(medicationID), \(scheduledAt), \(takenAt),
+                        \(access.role.rawValue), \(access.recorderID))
+                ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
+                RETURNING id
+                """)
+            let stored = writes.add(
+                """
+                SELECT id, taken_at, recording_group_id FROM dose_records
+                WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
+                  AND scheduled_at = \(scheduledAt)
+                """)
+            transaction.enqueuePush(event, in: &writes, ifRecorded: .dose(recordID))
+            let written = try transaction.run(writes)
+            guard let row = written[stored].single else {
                 throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished")
             }
             let (storedID, recordedTakenAt, groupID) = try row.decode((UUID, Date, UUID?).self)
@@ -73,15 +66,16 @@ public struct DoseRecord: Endpoint {
             let record = DoseRecordBody(
                 id: storedID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
                 takenAt: recordedTakenAt, recordingGroupID: groupID)
-            guard !written[0].isEmpty else { return (record, 0, nil) }
-            return (record, 1, outbox == nil ? nil : event.eventKey)
+            guard !written[inserted].isEmpty else { return .init((record, 0)) }
+            return .init((record, 1), recorded: event)
         }
+        let (record, updatedCount) = recorded
         context.logger.info(
             "dose recorded",
             metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
         return EndpointResponse(
             body: RecordResponse(record: record, updatedCount: updatedCount),
-            afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
+            afterResponse: afterResponse)
     }
 
     /// A body that passed validation.
@@ -133,19 +127,6 @@ public struct DoseRecord: Endpoint {
             throw Problem.validation([
                 .init(field: "scheduledAt", message: "scheduledAt is not a scheduled time of this medication")
             ])
-        }
-    }
-}
-
-extension PushDispatcher {
-    /// The post-response work of a recording endpoint: send what `eventKey` owes with the invocation's own
-    /// resources, stopping before the invocation's deadline. What is not sent by then stays for the sweep.
-    static func afterResponse(eventKey: String) -> (InvocationContext) -> Void {
-        { context in
-            let dispatcher = PushDispatcher(configuration: context.configuration, logger: context.logger)
-            dispatcher.dispatch(
-                eventKey: eventKey, database: context.database, push: context.push,
-                deadline: dispatcher.sendDeadline(hostDeadline: context.deadline), metrics: context.metrics)
         }
     }
 }

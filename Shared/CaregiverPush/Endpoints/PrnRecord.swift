@@ -31,21 +31,19 @@ public struct PrnRecord: Endpoint {
 
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
 
-        // One transaction: waits are bounded by the session's lock_timeout, a conflict is retried whole, and the push
-        // the dose owes (the outbox) commits with it; it is sent after the response. Three round trips: what the
-        // checks read, what is written, COMMIT (a repeat of a key: two).
-        return try context.database.connection().withPipelinedTransaction(
-            logger: context.logger
-        ) { transaction -> EndpointResponse in
+        // One recording transaction: what the checks read, what is written, COMMIT — three round trips (a repeat
+        // of a key: two).
+        let (recorded, afterResponse) = try RecordingTransaction.run(access, source: .prnRecord, context: context) {
+            transaction -> RecordingTransaction.Recording<EndpointResponse> in
+            var reads = transaction.flight()
             let earlierQuery = idempotencyKey.map { Self.recordedQuery(key: $0, patientID: access.patientID) }
-            let reads = try transaction.run(
-                [access.linkQuery, earlierQuery, Medication.findQuery(medicationID, patientID: access.patientID)]
-                    .compactMap { $0 })
-            if access.linkQuery != nil { try access.checkLink(reads[0]) }
-            if earlierQuery != nil, let earlier = reads[reads.count - 2].single {
-                return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
+            let earlierRead = reads.add(earlierQuery)
+            let medicationRead = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
+            let read = try transaction.run(reads)
+            if let earlier = read[earlierRead]?.single {
+                return .init(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
             }
-            let medication = try Medication.found(reads[reads.count - 1], id: medicationID)
+            let medication = try Medication.found(read[medicationRead], id: medicationID)
             guard medication.isPRN else {
                 throw Problem.validation([
                     .init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")
@@ -66,36 +64,36 @@ public struct PrnRecord: Endpoint {
                 patientID: access.patientID, date: TokyoClock.dateString(of: storedTakenAt),
                 slot: Slot(instant: storedTakenAt), recordingGroupID: nil, takenAt: takenAt.date, withinTime: false,
                 actingCaregiverID: access.actingCaregiverID)
-            let outbox = PushOutbox.enqueueQuery(
-                event, source: .prnRecord, configuration: context.configuration,
-                ifRecorded: .prnDose(recordID), logger: context.logger)
-            let written = try transaction.run(
-                [
-                    """
-                    INSERT INTO prn_dose_records
-                        (id, patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint,
-                         recorded_by_role, recorded_by_id)
-                    VALUES (\(recordID), \(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value),
-                            \(idempotencyKey), \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue),
-                            \(access.recorderID))
-                    ON CONFLICT (patient_id, idempotency_key) DO NOTHING
-                    RETURNING id, medication_id, taken_at, quantity, request_fingerprint
-                    """,
-                    earlierQuery, outbox,
-                ].compactMap { $0 })
-            guard let inserted = written[0].single else {
+            var writes = transaction.flight()
+            let insert = writes.add(
+                """
+                INSERT INTO prn_dose_records
+                    (id, patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint,
+                     recorded_by_role, recorded_by_id)
+                VALUES (\(recordID), \(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value),
+                        \(idempotencyKey), \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue),
+                        \(access.recorderID))
+                ON CONFLICT (patient_id, idempotency_key) DO NOTHING
+                RETURNING id, medication_id, taken_at, quantity, request_fingerprint
+                """)
+            let earlierWritten = writes.add(earlierQuery)
+            transaction.enqueuePush(event, in: &writes, ifRecorded: .prnDose(recordID))
+            let written = try transaction.run(writes)
+            guard let inserted = written[insert].single else {
                 // Another request with this key committed between our look-up and our insert.
-                guard earlierQuery != nil, let earlier = written[1].single else {
+                guard let earlier = written[earlierWritten]?.single else {
                     throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row")
                 }
-                return try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID)
+                return .init(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
             }
             let record = try Self.body(inserted, patientID: access.patientID)
             context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
-            return EndpointResponse(
-                body: RecordResponse(record: record.record, updatedCount: 1),
-                afterResponse: outbox == nil ? nil : PushDispatcher.afterResponse(eventKey: event.eventKey))
+            return .init(
+                EndpointResponse(body: RecordResponse(record: record.record, updatedCount: 1)), recorded: event)
         }
+        var response = recorded
+        response.afterResponse = afterResponse
+        return response
     }
 
     /// A body (and `Idempotency-Key`) that passed validation.

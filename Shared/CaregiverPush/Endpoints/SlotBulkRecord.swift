@@ -23,27 +23,25 @@ public struct SlotBulkRecord: Endpoint {
 
         let groupID = UUID()
         // Round trips: the lock and the slot's doses; the inserts; the push the group owes (known only once the
-        // inserts have said which doses were not recorded before); COMMIT.
-        let (records, owedEvent) = try context.database.connection().withPipelinedTransaction(
-            logger: context.logger
-        ) { transaction -> ([DoseRecordBody], String?) in
-            // Identical concurrent requests queue at the lock, so the group is recorded by one of them, whole. It is
-            // taken in one statement with the caregiver's link check (no lock without a link), and the doses are
-            // read after it.
-            let reads = try transaction.run([
-                access.lockQuery(
-                    namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)"),
-                Medication.scheduledDosesQuery(patientID: access.patientID, on: date),
-            ])
-            try access.checkLink(reads[0])
-            let doses = try Medication.scheduledDoses(reads[1]).compactMap {
+        // inserts have said which doses were not recorded before); COMMIT. Identical concurrent requests queue at
+        // the lock, so the group is recorded by one of them, whole; for a caregiver the lock is taken in one
+        // statement with the link check (no lock without a link), and the doses are read after it.
+        let lock = (namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)")
+        let (records, afterResponse) = try RecordingTransaction.run(
+            access, source: .slotBulkRecord, context: context, lock: lock
+        ) { transaction -> RecordingTransaction.Recording<[DoseRecordBody]> in
+            var reads = transaction.flight()
+            let scheduled = reads.add(Medication.scheduledDosesQuery(patientID: access.patientID, on: date))
+            let read = try transaction.run(reads)
+            let doses = try Medication.scheduledDoses(read[scheduled]).compactMap {
                 dose -> (medicationID: UUID, scheduledAt: Date)? in
                 guard Slot(minuteOfDay: dose.minuteOfDay) == slot else { return nil }
                 return (dose.medicationID, DoseRules.scheduledInstant(date: date, minuteOfDay: dose.minuteOfDay))
             }
-            guard !doses.isEmpty else { return ([], nil) }
-            let inserted = try transaction.run(
-                doses.map { dose in
+            guard !doses.isEmpty else { return .init([]) }
+            var inserts = transaction.flight()
+            let insertOf = doses.map { dose in
+                inserts.add(
                     """
                     INSERT INTO dose_records
                         (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
@@ -52,11 +50,12 @@ public struct SlotBulkRecord: Endpoint {
                             \(access.role.rawValue), \(access.recorderID), \(groupID))
                     ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
                     RETURNING id
-                    """
-                })
+                    """)
+            }
+            let inserted = try transaction.run(inserts)
             var records: [DoseRecordBody] = []
-            for (dose, rows) in zip(doses, inserted) {
-                if let row = rows.single {
+            for (dose, insert) in zip(doses, insertOf) {
+                if let row = inserted[insert].single {
                     records.append(
                         DoseRecordBody(
                             id: try row.decode(UUID.self, at: 0), patientID: access.patientID,
@@ -64,23 +63,21 @@ public struct SlotBulkRecord: Endpoint {
                             recordingGroupID: groupID))
                 }
             }
-            guard !records.isEmpty else { return (records, nil) }
+            guard !records.isEmpty else { return .init(records) }
             // The push the group owes commits with it: one event for the whole group.
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
                 withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
-            let outbox = PushOutbox.enqueueQuery(
-                event, source: .slotBulkRecord, configuration: context.configuration, ifRecorded: nil,
-                logger: context.logger)
-            try transaction.run([outbox].compactMap { $0 })
-            return (records, outbox == nil ? nil : event.eventKey)
+            var outbox = transaction.flight()
+            transaction.enqueuePush(event, in: &outbox, ifRecorded: nil)
+            try transaction.run(outbox)
+            return .init(records, recorded: event)
         }
         context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
         let response = SlotRecordResponse(
             recordingGroupId: records.isEmpty ? nil : groupID.uuidString.lowercased(), updatedCount: records.count,
             records: records)
-        return EndpointResponse(
-            body: response, afterResponse: owedEvent.map { PushDispatcher.afterResponse(eventKey: $0) })
+        return EndpointResponse(body: response, afterResponse: afterResponse)
     }
 
     /// A body that passed validation.

@@ -211,3 +211,16 @@ extension DoseTakenEvent {
         String(Hex.encode(SHA256.hash(Array(eventKey.utf8))).prefix(32))
     }
 }
+
+extension PushDispatcher {
+    /// The post-response work of a recording endpoint: send what `eventKey` owes with the invocation's own
+    /// resources, stopping before the invocation's deadline. What is not sent by then stays for the sweep.
+    static func afterResponse(eventKey: String) -> (InvocationContext) -> Void {
+        { context in
+            let dispatcher = PushDispatcher(configuration: context.configuration, logger: context.logger)
+            dispatcher.dispatch(
+                eventKey: eventKey, database: context.database, push: context.push,
+                deadline: dispatcher.sendDeadline(hostDeadline: context.deadline), metrics: context.metrics)
+        }
+    }
+}
