@@ -229,6 +229,42 @@ struct SlotAndPRNRecordTests {
                 == .number(1))
     }
 
+    @Test("an unlinked or revoked caregiver gets 404 from slot-bulk-record and prn-record and records nothing")
+    func caregiverAccess() throws {
+        let household = try Self.household()
+        let prn = try Self.prnHousehold()
+        let (linked, revoked) = try TestDatabase.with { connection in
+            let (linked, revoked) = (UUID(), UUID())
+            for patient in [household.patient, prn.patient] {
+                try Seed.link(connection, caregiver: linked, patient: patient)
+                try Seed.link(connection, caregiver: revoked, patient: patient, revoked: true)
+            }
+            return (linked, revoked)
+        }
+        let slotBody: [String: JSONValue] = [
+            "patientId": .string(household.patient.uuidString), "date": .string(TokyoDay.offset(-1)),
+            "slot": .string("morning"),
+        ]
+        let prnBody: [String: JSONValue] = [
+            "patientId": .string(prn.patient.uuidString), "medicationId": .string(prn.prn.uuidString),
+        ]
+        for caregiver in [UUID(), revoked] {
+            let token = try caregiverToken(caregiver)
+            #expect(Self.slot(token, slotBody).status == 404)
+            #expect(Self.prn(token, prnBody).status == 404)
+            #expect(Self.prn(token, prnBody, key: UUID().uuidString).status == 404)
+        }
+        #expect(try Self.count(household.patient) == 0)
+        let prnCount = try TestDatabase.with {
+            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(prn.patient)")[0].decode(
+                Int.self, at: 0)
+        }
+        #expect(prnCount == 0)
+        let token = try caregiverToken(linked)
+        #expect(Self.slot(token, slotBody).json?["updatedCount"] == .number(3))
+        #expect(Self.prn(token, prnBody).json?["updatedCount"] == .number(1))
+    }
+
     @Test("PRN validation: scheduled medication, quantity 1–10, Idempotency-Key a UUID")
     func prnValidation() throws {
         let household = try Self.prnHousehold()
