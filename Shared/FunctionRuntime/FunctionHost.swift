@@ -50,7 +50,7 @@ public enum FunctionHost {
         let started = ContinuousClock.now
         let metrics = InvocationMetrics()
         metrics.set(.coldStart, 1)
-        let result: InvocationOutput
+        let result: InvocationOutput<H.Document>
         switch StandardStreams.readInput(limit: eventLimit) {
         case .some(let bytes):
             result = handler.handle(InvocationInput(eventBytes: bytes, metrics: metrics), resources: resources)
@@ -66,7 +66,7 @@ public enum FunctionHost {
             return 1
         }
         StandardStreams.closeOutput()
-        result.afterResponse?()
+        result.afterResponse?.run()
         handler.release(resources)
         emitMetrics(metrics, handler: handler, started: started)
         return 0

@@ -24,14 +24,40 @@ public struct InvocationInput {
     }
 }
 
-/// What an invocation produced: the response document, then the work to run once it has been delivered.
-public struct InvocationOutput {
-    public var document: any Encodable & Sendable
-    public var afterResponse: (() -> Void)?
+/// The work an invocation owes once its response has been delivered (the push after a recording), bound to the
+/// invocation's own resources by whoever made it. The one value that travels from the endpoint to the host.
+///
+/// Not `Sendable`: it runs on the invocation's thread with the invocation's connection.
+public struct AfterResponse {
+    public let run: () -> Void
 
-    public init(document: any Encodable & Sendable, afterResponse: (() -> Void)?) {
+    public init(_ run: @escaping () -> Void) {
+        self.run = run
+    }
+}
+
+/// What an invocation produced: the response document, then the work to run once it has been delivered.
+public struct InvocationOutput<Document: Encodable & Sendable> {
+    public var document: Document
+    public var afterResponse: AfterResponse?
+
+    public init(document: Document, afterResponse: AfterResponse? = nil) {
         self.document = document
         self.afterResponse = afterResponse
+    }
+}
+
+/// A response document of whichever type, for a handler whose answers differ in type (a problem or a summary).
+/// Encodes exactly as the value it holds.
+public struct AnyDocument: Encodable, Sendable {
+    public let value: any Encodable & Sendable
+
+    public init(_ value: any Encodable & Sendable) {
+        self.value = value
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try value.encode(to: encoder)
     }
 }
 
@@ -41,6 +67,8 @@ public struct InvocationOutput {
 public protocol InvocationHandling {
     /// What the application keeps for the process's life and hands to every invocation.
     associatedtype Resources
+    /// The response document's type.
+    associatedtype Document: Encodable & Sendable
 
     var functionName: String { get }
     var logger: Logger { get }
@@ -48,10 +76,10 @@ public protocol InvocationHandling {
     var metricsNamespace: String { get }
 
     /// Handles one invocation. Never throws: every failure is a response document.
-    func handle(_ input: InvocationInput, resources: Resources) -> InvocationOutput
+    func handle(_ input: InvocationInput, resources: Resources) -> InvocationOutput<Document>
 
     /// The answer to an event larger than the host accepts.
-    func oversizedEvent(limit: Int) -> InvocationOutput
+    func oversizedEvent(limit: Int) -> InvocationOutput<Document>
 
     /// One-shot mode's end, once the post-response work is done: let go of what the process held.
     func release(_ resources: Resources)

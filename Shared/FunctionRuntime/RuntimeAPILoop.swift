@@ -98,7 +98,7 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         let path = "\(base)/invocation/\(Self.percentEncodedPathSegment(invocation.requestID))"
         if let body = JSONCoding.encode(result.document) {
             post("\(path)/response", body: body)
-            result.afterResponse?()
+            result.afterResponse?.run()
         } else {
             post(
                 "\(path)/error",

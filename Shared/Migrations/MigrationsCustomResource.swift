@@ -84,14 +84,14 @@ public struct MigrationsCustomResource: InvocationHandling {
         resources.release()
     }
 
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput {
+    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput<AnyDocument> {
         let request: Request
         do {
             request = try Self.parse(input.eventBytes)
         } catch {
             // Nowhere to answer: the event is not CloudFormation's. Nothing was changed.
             logger.error("event is not a custom-resource request", metadata: ["error": .string(error.detail)])
-            return InvocationOutput(document: error, afterResponse: nil)
+            return InvocationOutput(document: AnyDocument(error))
         }
         var log = logger
         log[metadataKey: "requestId"] = .string(request.requestID.map { String($0.prefix(128)) } ?? "")
@@ -102,12 +102,12 @@ public struct MigrationsCustomResource: InvocationHandling {
         let summary = Summary(
             requestType: request.requestType.map { String($0.prefix(16)) } ?? "", status: response.status,
             applied: applied, responded: responded)
-        return InvocationOutput(document: summary, afterResponse: nil)
+        return InvocationOutput(document: AnyDocument(summary))
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationOutput {
+    public func oversizedEvent(limit: Int) -> InvocationOutput<AnyDocument> {
         logger.error("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
-        return InvocationOutput(document: Problem.badRequest("The event is too large."), afterResponse: nil)
+        return InvocationOutput(document: AnyDocument(Problem.badRequest("The event is too large.")))
     }
 
     /// The request's fields; only `ResponseURL` is needed to answer at all (the others are checked by ``outcome``).

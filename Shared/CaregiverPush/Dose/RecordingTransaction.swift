@@ -52,7 +52,7 @@ final class RecordingTransaction {
     static func run<Value>(
         _ access: PatientAccess, source: PushOutbox.Source, context: InvocationContext,
         lock: (namespace: Int, key: String)? = nil, _ body: (RecordingTransaction) throws -> Recording<Value>
-    ) throws -> (value: Value, afterResponse: ((InvocationContext) -> Void)?) {
+    ) throws -> (value: Value, afterResponse: AfterResponse?) {
         let accessQuery = lock.map { access.lockQuery(namespace: $0.namespace, key: $0.key) } ?? access.linkQuery
         return try context.database.connection().withPipelinedTransaction(logger: context.logger) { transaction in
             let recording = RecordingTransaction(
@@ -61,7 +61,7 @@ final class RecordingTransaction {
             let owedKey = result.recordedEvent.map(\.eventKey).flatMap {
                 recording.queuedEventKeys.contains($0) ? $0 : nil
             }
-            return (result.value, owedKey.map { PushDispatcher.afterResponse(eventKey: $0) })
+            return (result.value, owedKey.map { PushDispatcher.afterResponse(eventKey: $0, context: context) })
         }
     }
 

@@ -22,58 +22,6 @@ public struct FunctionHandler<E: Endpoint> {
         self.logger = logger
         self.authenticator = Authenticator(configuration: configuration)
     }
-
-    /// The outcome of one invocation: the response to write, then the work to run once it is written.
-    public struct Outcome {
-        public var response: APIGatewayV2Response
-        public var afterResponse: (() -> Void)?
-    }
-
-    /// Handles one invocation.
-    /// - Parameters:
-    ///   - eventBytes: the raw event JSON.
-    ///   - database: the process's database session (kept across invocations in the Runtime-API loop).
-    ///   - push: the process's FCM resources (likewise kept).
-    ///   - requestIDFallback: the host's request id (the Runtime API's), used when the event carries none.
-    ///   - now: the invocation's clock reading.
-    ///   - deadline: the host's deadline for the whole invocation (the Runtime API's), post-response work included.
-    ///   - metrics: the invocation's metrics, which the push adds to.
-    public func invoke(
-        eventBytes: [UInt8], database: DatabaseSession, push: PushResources, requestIDFallback: String? = nil,
-        now: Date = Date(), deadline: ContinuousClock.Instant? = nil, metrics: InvocationMetrics = InvocationMetrics()
-    ) -> Outcome {
-        let event: APIGatewayV2Request
-        do {
-            event = try APIGatewayV2Request(parsing: eventBytes)
-        } catch {
-            let requestID = requestIDFallback ?? UUID().uuidString.lowercased()
-            logger.warning(
-                "invocation event is not an API Gateway 2.0 event", metadata: ["requestId": .string(requestID)])
-            let problem = Problem.badRequest(error.detail)
-            return Outcome(response: .problem(problem, requestID: requestID), afterResponse: nil)
-        }
-        let requestID = FunctionRequest.requestID(of: event, fallback: requestIDFallback)
-        var log = logger
-        log[metadataKey: "requestId"] = .string(requestID)
-        let context = InvocationContext(
-            configuration: configuration, logger: log, database: database, push: push, authenticator: authenticator,
-            requestID: requestID, now: now, deadline: deadline, metrics: metrics)
-        do {
-            let request = try FunctionRequest(
-                event: event, method: endpoint.method, requestID: requestID, bodyLimit: Self.bodyLimit)
-            try configuration.requireFunctionBasics()
-            let answer = try endpoint.handle(request, context: context)
-            let response = try APIGatewayV2Response.json(status: answer.status, body: answer.body, requestID: requestID)
-            log.info("request handled", metadata: ["http.status": .stringConvertible(answer.status)])
-            let work = answer.afterResponse.map { work in { work(context) } }
-            return Outcome(response: response, afterResponse: work)
-        } catch {
-            let problem = Problem(error, logger: log)
-            if problem.status >= 500 { database.close() }
-            log.info("request handled", metadata: ["http.status": .stringConvertible(problem.status)])
-            return Outcome(response: .problem(problem, requestID: requestID), afterResponse: nil)
-        }
-    }
 }
 
 extension FunctionHandler: InvocationHandling {
@@ -81,20 +29,55 @@ extension FunctionHandler: InvocationHandling {
 
     public var metricsNamespace: String { configuration.metricsNamespace }
 
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput {
-        let outcome = invoke(
-            eventBytes: input.eventBytes, database: resources.database, push: resources.push,
-            requestIDFallback: input.requestIDFallback,
-            now: input.now, deadline: input.deadline, metrics: input.metrics)
-        return InvocationOutput(document: outcome.response, afterResponse: outcome.afterResponse)
+    /// Handles one invocation: the only entry, for the one-shot host, the Runtime-API loop and in-process tests.
+    /// - Parameters:
+    ///   - input: the raw event JSON, the host's request id (used when the event carries none), the invocation's
+    ///     clock reading, the host's deadline for the whole invocation (post-response work included) and the
+    ///     invocation's metrics, which the push adds to.
+    ///   - resources: the process's database session and FCM resources (kept across invocations in the
+    ///     Runtime-API loop).
+    /// - Returns: the response, and the endpoint's post-response work bound to this invocation's context.
+    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput<APIGatewayV2Response>
+    {
+        let database = resources.database
+        let event: APIGatewayV2Request
+        do {
+            event = try APIGatewayV2Request(parsing: input.eventBytes)
+        } catch {
+            let requestID = input.requestIDFallback ?? UUID().uuidString.lowercased()
+            logger.warning(
+                "invocation event is not an API Gateway 2.0 event", metadata: ["requestId": .string(requestID)])
+            let problem = Problem.badRequest(error.detail)
+            return InvocationOutput(document: .problem(problem, requestID: requestID))
+        }
+        let requestID = FunctionRequest.requestID(of: event, fallback: input.requestIDFallback)
+        var log = logger
+        log[metadataKey: "requestId"] = .string(requestID)
+        let context = InvocationContext(
+            configuration: configuration, logger: log, database: database, push: resources.push,
+            authenticator: authenticator, requestID: requestID, now: input.now, deadline: input.deadline,
+            metrics: input.metrics)
+        do {
+            let request = try FunctionRequest(
+                event: event, method: endpoint.method, requestID: requestID, bodyLimit: Self.bodyLimit)
+            try configuration.requireFunctionBasics()
+            let answer = try endpoint.handle(request, context: context)
+            let response = try APIGatewayV2Response.json(status: answer.status, body: answer.body, requestID: requestID)
+            log.info("request handled", metadata: ["http.status": .stringConvertible(answer.status)])
+            return InvocationOutput(document: response, afterResponse: answer.afterResponse)
+        } catch {
+            let problem = Problem(error, logger: log)
+            if problem.status >= 500 { database.close() }
+            log.info("request handled", metadata: ["http.status": .stringConvertible(problem.status)])
+            return InvocationOutput(document: .problem(problem, requestID: requestID))
+        }
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationOutput {
+    public func oversizedEvent(limit: Int) -> InvocationOutput<APIGatewayV2Response> {
         logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
         let problem = Problem.payloadTooLarge(limit: Self.bodyLimit)
         return InvocationOutput(
-            document: APIGatewayV2Response.problem(problem, requestID: UUID().uuidString.lowercased()),
-            afterResponse: nil)
+            document: APIGatewayV2Response.problem(problem, requestID: UUID().uuidString.lowercased()))
     }
 
     public func release(_ resources: FunctionResources) {

@@ -28,13 +28,13 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
 
     public var metricsNamespace: String { configuration.metricsNamespace }
 
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput {
+    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput<AnyDocument> {
         let eventID: String?
         do {
             eventID = try Self.scheduledEventID(input.eventBytes)
         } catch {
             logger.warning("invocation event is not a scheduled event")
-            return InvocationOutput(document: error, afterResponse: nil)
+            return InvocationOutput(document: AnyDocument(error))
         }
         var log = logger
         let requestID = [eventID, input.requestIDFallback].compactMap { $0 }.first { FunctionRequest.isPrintableID($0) }
@@ -47,17 +47,17 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
             log.error(
                 "function is misconfigured",
                 metadata: ["config.variable": .string(cause.variable), "config.reason": .string(cause.reason)])
-            return InvocationOutput(document: Problem.internalError(), afterResponse: nil)
+            return InvocationOutput(document: AnyDocument(Problem.internalError()))
         }
         let context = InvocationContext(
             configuration: configuration, logger: log, database: resources.database, push: resources.push,
             requestID: requestID ?? "", now: input.now, deadline: input.deadline, metrics: input.metrics)
-        return InvocationOutput(document: job.run(context: context), afterResponse: nil)
+        return InvocationOutput(document: AnyDocument(job.run(context: context)))
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationOutput {
+    public func oversizedEvent(limit: Int) -> InvocationOutput<AnyDocument> {
         logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
-        return InvocationOutput(document: Problem.badRequest("The event is too large."), afterResponse: nil)
+        return InvocationOutput(document: AnyDocument(Problem.badRequest("The event is too large.")))
     }
 
     public func release(_ resources: FunctionResources) {

@@ -214,9 +214,10 @@ extension DoseTakenEvent {
 
 extension PushDispatcher {
     /// The post-response work of a recording endpoint: send what `eventKey` owes with the invocation's own
-    /// resources, stopping before the invocation's deadline. What is not sent by then stays for the sweep.
-    static func afterResponse(eventKey: String) -> (InvocationContext) -> Void {
-        { context in
+    /// resources (`context`'s), stopping before the invocation's deadline. What is not sent by then stays for the
+    /// sweep.
+    static func afterResponse(eventKey: String, context: InvocationContext) -> AfterResponse {
+        AfterResponse {
             let dispatcher = PushDispatcher(configuration: context.configuration, logger: context.logger)
             dispatcher.dispatch(
                 eventKey: eventKey, database: context.database, push: context.push,

@@ -1,6 +1,7 @@
 import Codecs
 import OpenSSLCrypto
 import JOSE
+import FunctionRuntime
 import CaregiverPush
 import Foundation
 import Synchronization
@@ -319,6 +320,8 @@ private final class WarmFunction {
 
     func register(_ token: String, at now: Date) throws -> Int {
         let event = makeEvent(bearer: token, body: RemoteJWKSTests.body())
-        return handler.invoke(eventBytes: Array(event), database: database, push: push, now: now).response.statusCode
+        let resources = FunctionResources(database: database, push: push)
+        return handler.handle(InvocationInput(eventBytes: Array(event), now: now), resources: resources).document
+            .statusCode
     }
 }

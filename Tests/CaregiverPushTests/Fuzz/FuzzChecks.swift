@@ -63,10 +63,10 @@ public enum EnvelopeCheck {
         let handler = FunctionHandler(
             endpoint: ValidationOnlyEndpoint(), configuration: configuration, logger: FuzzFixture.silentLogger)
         let database = DatabaseSession(url: configuration.databaseURL)
-        let outcome = handler.invoke(
-            eventBytes: event, database: database, push: PushResources(configuration: configuration),
-            now: FuzzFixture.now)
-        let response = outcome.response
+        let outcome = handler.handle(
+            InvocationInput(eventBytes: event, now: FuzzFixture.now),
+            resources: FunctionResources(database: database, push: PushResources(configuration: configuration)))
+        let response = outcome.document
         let status = response.statusCode
         guard possibleStatuses.contains(status) else {
             throw InvariantViolation("status \(status) (an unexpected error, or a validator postcondition failed)")

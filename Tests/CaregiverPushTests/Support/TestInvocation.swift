@@ -102,11 +102,12 @@ func invokeInProcess(
     let database = DatabaseSession(configuration: configuration)
     defer { database.close() }
     try prepare(database)
-    let outcome = handler.invoke(
-        eventBytes: Array(event), database: database, push: PushResources(configuration: handler.configuration))
+    let output = handler.handle(
+        InvocationInput(eventBytes: Array(event)),
+        resources: FunctionResources(database: database, push: PushResources(configuration: handler.configuration)))
     try inspect(database)
-    if runAfterResponse { outcome.afterResponse?() }
-    LeakCapture.record(outcome.response.body, source: "\(endpoint.functionName) response")
+    if runAfterResponse { output.afterResponse?.run() }
+    LeakCapture.record(output.document.body, source: "\(endpoint.functionName) response")
     LeakCapture.record(captured.text, source: "\(endpoint.functionName) log")
-    return Invocation(response: outcome.response, log: captured.text)
+    return Invocation(response: output.document, log: captured.text)
 }
