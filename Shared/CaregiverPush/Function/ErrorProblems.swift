@@ -2,9 +2,9 @@ import FunctionRuntime
 import Libpq
 import Logging
 
-// Errors become problem responses here and nowhere else: the function handler, the scheduled handler and the
-// custom resource all call `Problem(error, logger:)`. Lower layers (Libpq, Curl, the crypto) know nothing of
-// problems; the conformances below say what each of their errors means to a caller of this service.
+// Errors become problem responses here and nowhere else: `Problem(error, logger:)` has one caller, the endpoints'
+// `FunctionHandler.handle`. Lower layers (Libpq, Curl, the crypto) know nothing of problems; the conformances
+// below say what each of their errors means to a caller of this service.
 
 extension Problem {
     /// The one place where a thrown error becomes a problem; causes are logged, never returned.
