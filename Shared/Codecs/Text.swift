@@ -41,3 +41,22 @@ extension Duration {
         return Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
 }
+
+extension String {
+    /// The text with every byte outside RFC 3986's unreserved set percent-encoded, so that it is one path segment or
+    /// one query value whatever it holds (a request id must not be able to change a path; an ARN holds `:` and `/`).
+    package var percentEncoded: String {
+        var out = ""
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + Hex.encode([byte]).uppercased()
+            }
+        }
+        return out
+    }
+}

@@ -41,7 +41,7 @@ struct RuntimeAPILoop<H: InvocationHandling> {
                 handler.logger.error("runtime API unreachable", metadata: ["error": .string(error.description)])
                 // The host has gone (the runner stopped, the sandbox is shutting down): leave quietly.
                 if failures >= 3 { return 1 }
-                sleepThread(seconds: 0.2 * Double(failures))
+                ThreadSleep.sleep(for: .milliseconds(200 * failures))
             }
         }
     }
@@ -95,7 +95,7 @@ struct RuntimeAPILoop<H: InvocationHandling> {
                     eventBytes: invocation.event, requestIDFallback: invocation.requestID,
                     deadline: invocation.deadline, metrics: metrics),
                 resources: resources)
-        let path = "\(base)/invocation/\(Self.percentEncodedPathSegment(invocation.requestID))"
+        let path = "\(base)/invocation/\(invocation.requestID.percentEncoded)"
         if let body = JSONCoding.encode(result.document) {
             post("\(path)/response", body: body)
             result.afterResponse?.run()
@@ -112,23 +112,6 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         if case .failure(let error) = CurlClient.perform(request, timeoutMilliseconds: 10_000) {
             handler.logger.error("runtime API refused the result", metadata: ["error": .string(error.description)])
         }
-    }
-
-    /// `segment` with every byte outside RFC 3986's unreserved set percent-encoded (a request id is a UUID in
-    /// practice; anything else must not be able to change the path).
-    static func percentEncodedPathSegment(_ segment: String) -> String {
-        var out = ""
-        for byte in segment.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + Hex.encode([byte]).uppercased()
-            }
-        }
-        return out
     }
 
     /// The Runtime API's error document.

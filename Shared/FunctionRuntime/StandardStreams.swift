@@ -52,9 +52,3 @@ package enum StandardStreams {
         }
     }
 }
-
-/// Sleeps the calling thread (FoundationEssentials has no `Thread.sleep`); the functions are synchronous.
-package func sleepThread(seconds: Double) {
-    guard seconds > 0 else { return }
-    usleep(useconds_t(min(seconds, 4000) * 1_000_000))
-}

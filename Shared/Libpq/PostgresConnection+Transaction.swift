@@ -69,8 +69,8 @@ extension PostgresConnection {
                         "db.attempt": .stringConvertible(attempt),
                     ])
                 // 10–30 ms, then 20–60 ms: enough for the other transaction to finish, short against any deadline.
-                let pause = Double(10 << (attempt - 1)) * Double.random(in: 1...3) / 1000
-                usleep(useconds_t(pause * 1_000_000))
+                let pause = Double(10 << (attempt - 1)) * Double.random(in: 1...3)
+                ThreadSleep.sleep(for: .microseconds(Int(pause * 1000)))
                 attempt += 1
             }
         }

@@ -1,3 +1,4 @@
+import Codecs
 import Libpq
 import Curl
 import FunctionRuntime
@@ -247,7 +248,7 @@ public struct MigrationsCustomResource: InvocationHandling {
                     "custom-resource response not delivered",
                     metadata: ["error": .string(error.description), "attempt": .stringConvertible(attempt)])
             }
-            if attempt < 3 { sleepThread(seconds: Double(attempt)) }
+            if attempt < 3 { ThreadSleep.sleep(for: .seconds(attempt)) }
         }
         return false
     }

@@ -89,7 +89,7 @@ extension Configuration {
             port = number
         }
         let database = document["dbname"]?.stringValue ?? document["database"]?.stringValue ?? "postgres"
-        return "postgresql://\(SecretsExtension.percentEncoded(username)):\(SecretsExtension.percentEncoded(password))"
-            + "@\(host):\(port)/\(SecretsExtension.percentEncoded(database))"
+        return "postgresql://\(username.percentEncoded):\(password.percentEncoded)"
+            + "@\(host):\(port)/\(database.percentEncoded)"
     }
 }

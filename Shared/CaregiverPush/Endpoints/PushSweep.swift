@@ -1,3 +1,4 @@
+import Codecs
 import Libpq
 import FoundationEssentials
 import Logging
@@ -65,7 +66,7 @@ public struct PushSweep: ScheduledJob {
                     summary.stoppedEarly = "throttled"
                     break
                 }
-                PushDispatcher.sleep(until: pausedUntil)
+                ThreadSleep.sleep(until: pausedUntil)
             }
             let batch = dispatcher.run(
                 limit: configuration.pushSweepBatchSize, eventKey: nil, database: context.database,

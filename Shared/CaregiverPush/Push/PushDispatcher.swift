@@ -132,7 +132,7 @@ public struct PushDispatcher {
                 log.warning("push deferred: FCM asked this sender to pause past the deadline")
                 return Report(skippedReason: "throttled")
             }
-            Self.sleep(until: pausedUntil)
+            ThreadSleep.sleep(until: pausedUntil)
         }
         let lease: (token: UUID, deliveries: [LeasedDelivery])
         do {
@@ -185,17 +185,6 @@ public struct PushDispatcher {
                     "push.error": .string(outcome.lastError ?? ""),
                 ])
         }
-    }
-
-    /// Blocks the calling thread until `instant` (the process has nothing else to do meanwhile).
-    static func sleep(until instant: ContinuousClock.Instant) {
-        let remaining = instant - .now
-        guard remaining > .zero else { return }
-        var request = timespec(
-            tv_sec: Int(remaining.components.seconds),
-            tv_nsec: Int(remaining.components.attoseconds / 1_000_000_000))
-        var remainder = timespec()
-        while nanosleep(&request, &remainder) != 0, errno == EINTR { request = remainder }
     }
 
     /// A mint holds the shared advisory lock across its HTTP call: never longer than one statement may run, nor

@@ -40,7 +40,7 @@ public struct SecretsExtension: Sendable {
     public func secretString(_ id: String) -> Result<String, SecretsExtensionError> {
         guard let sessionToken else { return .failure(SecretsExtensionError(.noSessionToken)) }
         let request = CurlRequest(
-            url: "http://127.0.0.1:\(port)/secretsmanager/get?secretId=\(Self.percentEncoded(id))",
+            url: "http://127.0.0.1:\(port)/secretsmanager/get?secretId=\(id.percentEncoded)",
             headers: [("X-Aws-Parameters-Secrets-Token", sessionToken)], responseBodyLimit: 256 * 1024)
         let giveUp = ContinuousClock.now + .milliseconds(readinessWaitMilliseconds)
         while true {
@@ -48,7 +48,7 @@ public struct SecretsExtension: Sendable {
             guard case .failure(let error) = outcome, error.isStartingUp, ContinuousClock.now < giveUp else {
                 return outcome
             }
-            usleep(100_000)
+            ThreadSleep.sleep(for: .milliseconds(100))
         }
     }
 
@@ -83,21 +83,6 @@ public struct SecretsExtension: Sendable {
         return .success(value)
     }
 
-    /// `text` with everything outside RFC 3986's unreserved set percent-encoded (an ARN holds `:` and `/`).
-    public static func percentEncoded(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + Hex.encode([byte]).uppercased()
-            }
-        }
-        return out
-    }
 }
 
 /// Why a secret could not be read. Safe to log and to put in a ``ConfigurationError``: it never holds the value.
