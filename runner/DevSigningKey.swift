@@ -35,8 +35,7 @@ struct DevSigningKey {
 
     /// `{"keys":[…]}` with the public half, as Supabase publishes it.
     func jwksDocument() throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONCoding.encoder()
         return Array(try encoder.encode(JSONValue.object(["keys": .array([try privateKey.jwk(kid: keyID)])])))
     }
 

@@ -70,8 +70,7 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
                 "tokenURL": .string("\(transport.scheme)://\(host):\(port)/token"),
             ]
             if case .tls(let certificates) = transport { fields["caFile"] = .string(certificates.caFile) }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let encoder = JSONCoding.encoder()
             let line = (try? encoder.encode(JSONValue.object(fields))) ?? Data("{}".utf8)
             FileHandle.standardOutput.write(line + Data("\n".utf8))
         }

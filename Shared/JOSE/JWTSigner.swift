@@ -85,8 +85,7 @@ public enum JWTSigner {
     }
 
     private static func encode(_ object: [String: JSONValue]) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONCoding.encoder()
         return Array(try encoder.encode(JSONValue.object(object)))
     }
 }

@@ -219,8 +219,7 @@ public struct MigrationsCustomResource: InvocationHandling {
     /// whether S3 took it.
     func respond(_ response: Response, to url: String, logger: Logger) -> Bool {
         var response = response
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONCoding.encoder()
         guard var body = try? encoder.encode(response) else { return false }
         if body.count > Self.responseLimit {
             response.reason = String(response.reason.prefix(256))

@@ -314,8 +314,7 @@ public struct FCMEmulator: Sendable {
     }
 
     static func json(_ status: Int, _ value: JSONValue) -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONCoding.encoder()
         let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
         return Response(
             status: .init(code: status), headers: [.contentType: "application/json; charset=UTF-8"],

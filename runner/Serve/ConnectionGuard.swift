@@ -1,3 +1,4 @@
+import Codecs
 import FunctionRuntime
 import CaregiverPush
 import Foundation
@@ -284,8 +285,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Writes `problem` as the connection's last response, then half-closes.
     private func answer(_ context: ChannelHandlerContext, status: Int, problem: Problem) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONCoding.encoder()
         let body = (try? encoder.encode(problem)) ?? Data()
         var head = "HTTP/1.1 \(status) \(problem.title)\r\ncontent-type: application/problem+json\r\n"
         for (name, value) in problem.headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }

@@ -17,8 +17,6 @@ extension EventBuilder {
             "resources": .array([.string("arn:aws:events:\(region):\(localAccount):rule/\(function)")]),
             "detail": .object([:]),
         ])
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(event)).map(Array.init) ?? []
+        return JSONCoding.encode(event) ?? []
     }
 }

@@ -51,9 +51,7 @@ enum EventBuilder {
                 "sourceIp": .string(sourceIP), "userAgent": .string(joined["user-agent"] ?? ""),
             ]),
         ])
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(JSONValue.object(members))).map(Array.init) ?? []
+        return JSONCoding.encode(JSONValue.object(members)) ?? []
     }
 
     /// Parsed query parameters, repeated names comma-joined (API Gateway 2.0).

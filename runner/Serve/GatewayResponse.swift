@@ -35,8 +35,7 @@ enum GatewayResponse {
 
     /// A problem+json response from the gateway itself (404, 405, 413, 502, 503, 504).
     static func problem(_ problem: Problem, requestID: String) -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONCoding.encoder()
         let body = (try? encoder.encode(problem)).map(Array.init) ?? []
         var headers = problem.headers
         headers["content-type"] = "application/problem+json"

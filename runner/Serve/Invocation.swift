@@ -31,8 +31,7 @@ struct StderrForwarder: Sendable {
         members["function"] = members["function"] ?? .string(function)
         if let requestID, members["requestId"] == nil { members["requestId"] = .string(requestID) }
         members["source"] = .string("function")
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONCoding.encoder()
         guard let data = try? encoder.encode(JSONValue.object(members)) else { return }
         FileHandle.standardError.write(data + Data("\n".utf8))
     }

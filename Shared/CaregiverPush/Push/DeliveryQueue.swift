@@ -187,8 +187,6 @@ enum DeliveryQueue {
 extension JSONValue {
     /// Compact JSON text (sorted keys), for a `jsonb` bind.
     var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        return JSONCoding.string(self, fallback: "null")
     }
 }

@@ -90,8 +90,6 @@ public enum DoseTakenMessage {
                 ]),
             ])
         ])
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(message)).map(Array.init) ?? []
+        return JSONCoding.encode(message) ?? []
     }
 }

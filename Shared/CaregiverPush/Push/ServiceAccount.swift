@@ -70,8 +70,7 @@ public struct ServiceAccount: Sendable, CustomStringConvertible {
             "client_email": .string(clientEmail), "client_id": .string("000000000000000000000"),
             "token_uri": .string(tokenURI), "auth_uri": .string("https://accounts.google.com/o/oauth2/auth"),
         ]
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+        let encoder = JSONCoding.encoder(prettyPrinted: true)
         return (try? encoder.encode(JSONValue.object(members))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
