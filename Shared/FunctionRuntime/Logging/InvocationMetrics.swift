@@ -8,22 +8,29 @@ import FoundationEssentials
 /// Only counts and a duration: never a token, a name or an identifier. Not `Sendable`: it belongs to the
 /// invocation's thread.
 public final class InvocationMetrics {
-    /// Every metric a function emits.
-    public enum Name: String, CaseIterable, Sendable {
-        /// 1 for the first invocation of a process, 0 after.
-        case coldStart = "ColdStart"
-        /// From the event's arrival to the end of the post-response work.
-        case durationMs = "DurationMs"
-        case pushSent = "PushSent"
-        case pushFailed = "PushFailed"
-        case pushDisabled = "PushDisabled"
-        /// Deliveries returned to PENDING for a later attempt (a transient failure, the deadline).
-        case pushRetryScheduled = "PushRetryScheduled"
-        case pushExpired = "PushExpired"
-        case sweepLeased = "SweepLeased"
-        case devicesPruned = "DevicesPruned"
+    /// A metric's name on the EMF line. The runtime declares its own two (``coldStart``, ``durationMs``); the
+    /// application declares the rest, as static members of an extension, and the runtime never names them.
+    public struct Name: Hashable, Sendable {
+        public let rawValue: String
+        let unit: String
+        /// Its place in the line's list of metrics: the runtime's first, then the application's in its own order.
+        let rank: Int
 
-        var unit: String { self == .durationMs ? "Milliseconds" : "Count" }
+        private init(_ rawValue: String, unit: String, rank: Int) {
+            self.rawValue = rawValue
+            self.unit = unit
+            self.rank = rank
+        }
+
+        /// An application's counter, listed `rank`-th (from 0) among the application's metrics.
+        public init(counter rawValue: String, rank: Int) {
+            self.init(rawValue, unit: "Count", rank: 100 + rank)
+        }
+
+        /// 1 for the first invocation of a process, 0 after.
+        public static let coldStart = Name("ColdStart", unit: "Count", rank: 0)
+        /// From the event's arrival to the end of the post-response work.
+        public static let durationMs = Name("DurationMs", unit: "Milliseconds", rank: 1)
     }
 
     private var values: [Name: Double] = [:]
@@ -44,7 +51,7 @@ public final class InvocationMetrics {
     /// The EMF object, one line: `_aws` names the namespace, the `function` dimension and each metric, and every one
     /// of them is a member at the root (EMF's rule).
     public func line(namespace: String, function: String, timestamp: Date = Date()) -> String {
-        let names = Name.allCases.filter { values[$0] != nil }
+        let names = values.keys.sorted { ($0.rank, $0.rawValue) < ($1.rank, $1.rawValue) }
         var root: [String: JSONValue] = [
             "_aws": .object([
                 "Timestamp": .number((timestamp.timeIntervalSince1970 * 1000).rounded()),
