@@ -77,10 +77,10 @@ migrate:
 	DATABASE_URL="$(DEV_DB_URL)" "$$(swift build --show-bin-path)/runner" migrate
 
 format:
-	swift format --in-place --recursive Package.swift Functions Shared runner Tests Client
+	swift format --in-place --recursive Package.swift Functions Shared Gateway runner Tests Client
 
 lint:
-	swift format lint --strict --recursive Package.swift Functions Shared runner Tests Client
+	swift format lint --strict --recursive Package.swift Functions Shared Gateway runner Tests Client
 
 clean:
 	-scripts/pgbouncer.sh stop .data/pgbouncer

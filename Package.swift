@@ -26,6 +26,8 @@ let package = Package(
     // The server's targets build on Linux and macOS; the app's kit is its own package (Client/Package.swift).
     platforms: [.macOS(.v15)],
     products: functions.map { .executable(name: $0.product, targets: [$0.target]) } + [
+        // The production host the image ships (serve, migrate), and the developer's tool on top of it.
+        .executable(name: "gateway", targets: ["GatewayCommand"]),
         .executable(name: "runner", targets: ["Runner"]),
         .executable(name: "bench", targets: ["Benchmarks"]),
         // The domain layer with the layers under it, for the fuzz package (Tests/Fuzz), which imports several.
@@ -113,20 +115,53 @@ let package = Package(
             path: "runner/FCMEmulator",
             swiftSettings: strict
         ),
-        .executableTarget(
-            name: "Runner",
+        // The production host (Gateway/): routing, the private Runtime API, the warm pools, the edge's limits, the
+        // scheduler. It knows the function table and FunctionRuntime's event and problem types, not the domain: no
+        // CaregiverPush, JOSE, Libpq, Migrations or FCMEmulator (the runner adds the emulator through
+        // `GatewayExtension`).
+        .target(
+            name: "FunctionGateway",
             dependencies: [
-                "Codecs", "Libpq", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "ProcessSupervision", "CProcessLimits",
-                "FCMEmulator",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Codecs", "OpenSSLCrypto", "FunctionRuntime", "ProcessSupervision",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            ],
+            path: "Gateway/FunctionGateway",
+            swiftSettings: strict
+        ),
+        // `serve`'s options and `migrate`, shared by the `gateway` executable and the `runner` tool.
+        .target(
+            name: "GatewayCommands",
+            dependencies: [
+                "Libpq", "FunctionRuntime", "Migrations", "ProcessSupervision", "FunctionGateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Gateway/GatewayCommands",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "GatewayCommand",
+            dependencies: ["GatewayCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Gateway/GatewayCommand",
+            swiftSettings: strict
+        ),
+        // The developer's tool: dev stack, seed data, tokens, the watcher, the emulators; `serve` is the gateway's.
+        .executableTarget(
+            name: "Runner",
+            dependencies: [
+                "Codecs", "Libpq", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                "ProcessSupervision", "FunctionGateway", "GatewayCommands", "FCMEmulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "runner",
             exclude: ["FCMEmulator"],

@@ -4,6 +4,8 @@ import OpenSSLCrypto
 import JOSE
 import FunctionRuntime
 import Migrations
+import FunctionGateway
+import GatewayCommands
 import ProcessSupervision
 import ArgumentParser
 import CaregiverPush
@@ -103,10 +105,10 @@ struct DevCommand: AsyncParsableCommand {
         let runnerPath = Self.displayPath(of: infra.binaryDirectory().appendingPathComponent("runner"))
         // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
         let options = GatewayServer.Options(
-            host: "127.0.0.1", port: port, mode: serveMode, fcmEmulator: true, demoJWKS: true, debugHeaders: true,
-            schedules: schedules)
+            host: "127.0.0.1", port: port, mode: serveMode, debugHeaders: true, schedules: schedules)
         let server = try await GatewayServer.make(
-            table: table, binDirectory: infra.binaryDirectory(), options: options, logger: logger)
+            table: table, binDirectory: infra.binaryDirectory(), options: options,
+            extensions: [try EmulatorExtension(demoJWKS: true)], logger: logger)
         let watcher = SourceWatcher(directories: ["Functions", "Shared"], logger: logger) {
             await server.reloadFunctions()
         }

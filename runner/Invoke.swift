@@ -1,6 +1,6 @@
 import ProcessSupervision
 import ArgumentParser
-import CaregiverPush
+import GatewayCommands
 import Foundation
 
 /// `runner invoke <function> [event.json]`: one invocation through the built executable, like `sam local invoke`;

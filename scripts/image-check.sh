@@ -10,7 +10,7 @@
 #     settings a deployment gives: DATABASE_URL, SUPABASE_JWT_SECRET, FCM_SERVICE_ACCOUNT_JSON, and FCM_API_BASE_URL
 #     pointing at `runner fcm-emulator` on the host (the only stand-in: where Google would be).
 #   - Every function of the table must answer from the image (a routed function's worker not starting would show),
-#     and a body over the functions' 16 KiB is refused (413) by the entrypoint's runner.
+#     and a body over the functions' 16 KiB is refused (413) by the entrypoint's gateway.
 #
 # Needs root (mount, chroot), DATABASE_URL (a throwaway database on 127.0.0.1) and the debug build (for the emulator
 # and the token). Prints the image's size and the build time.
@@ -83,6 +83,12 @@ in_image_exec() {
 # Proof that the root really is read-only for the functions' user.
 if in_image env -i /bin/sh -c 'echo x > /app/written' 2>/dev/null; then
     echo "image check: the image's user could write to /app" >&2
+    exit 1
+fi
+
+# The image ships the production gateway and nothing of the developer's tools.
+if [ -e "$root/app/bin/runner" ] || [ ! -x "$root/app/bin/gateway" ]; then
+    echo "image check: the image has a runner or lacks the gateway in /app/bin" >&2
     exit 1
 fi
 

@@ -2,9 +2,9 @@
 # `make image`: the container image of infra/docker/Dockerfile, built with buildah (no Docker daemon, no registry).
 #
 #   1. The release artifacts: the Lambda zips of `make release` (unless IMAGE_REUSE_ZIPS=1 and they exist) and a
-#      release build of the runner with the same flags, so the image and the zips carry the same function binaries.
-#   2. The build context, .build/image/context/app: bin/<function> (each zip's bootstrap), bin/runner, bin/lib/ (the
-#      zips' bundled libraries, plus the runner's), infra/functions.json and migrations, certs/ca-certificates.crt.
+#      release build of the gateway with the same flags, so the image and the zips carry the same function binaries.
+#   2. The build context, .build/image/context/app: bin/<function> (each zip's bootstrap), bin/gateway, bin/lib/ (the
+#      zips' bundled libraries, plus the gateway's), infra/functions.json and migrations, certs/ca-certificates.crt.
 #   3. `buildah bud --isolation chroot` with BASE as the runtime base: IMAGE_BASE when given (e.g.
 #      debian:bookworm-slim, pulled as usual), else the debootstrap root of `make minroot` imported as
 #      localhost/caregiver-push-minroot, so that the build needs nothing from outside.
@@ -26,10 +26,10 @@ functions=($(python3 -c 'import re; print(" ".join(re.findall(r"\(\"([a-z-]+)\",
 if [ "${IMAGE_REUSE_ZIPS:-0}" != 1 ] || ! ls dist/lambda/*.zip >/dev/null 2>&1; then
     scripts/release.sh
 fi
-link=.build/lambda-link  # made by scripts/release.sh: the same link inputs for the runner
+link=.build/lambda-link  # made by scripts/release.sh: the same link inputs for the gateway
 link_flags=(-Xlinker -L -Xlinker "$PWD/$link" -Xlinker "$PWD/$link/glibc-compat.o")
 for symbol in hypot hypotf arc4random; do link_flags+=(-Xlinker "--wrap=$symbol"); done
-swift build -c release --static-swift-stdlib "${link_flags[@]}" --product runner
+swift build -c release --static-swift-stdlib "${link_flags[@]}" --product gateway
 bin=$(swift build -c release --static-swift-stdlib "${link_flags[@]}" --show-bin-path)
 stamp "release artifacts ready"
 
@@ -53,19 +53,20 @@ for function in "${functions[@]}"; do
         install -m 0644 "$library" "$target"
     done
 done
-# The runner: its libraries beyond glibc next to the functions' (the same files where the sonames meet).
-install -m 0755 "$bin/runner" "$context/app/bin/runner"
+# The gateway (not the developer's `runner`): its libraries beyond glibc next to the functions' (the same files where
+# the sonames meet).
+install -m 0755 "$bin/gateway" "$context/app/bin/gateway"
 # Its DWARF only (the symbol table stays, for backtraces): 150 MB of debug information has no use in the image.
-strip --strip-debug "$context/app/bin/runner"
+strip --strip-debug "$context/app/bin/gateway"
 host_libraries='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil|libanl|libnss_[a-z]+|libBrokenLocale|libmvec|libgcc_s)\.so'
-ldd "$bin/runner" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r soname path; do
+ldd "$bin/gateway" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r soname path; do
     [[ "$soname" =~ $host_libraries ]] && continue
     [ -e "$context/app/bin/lib/$soname" ] && continue
     cp -L "$path" "$context/app/bin/lib/$soname"
     chmod 0644 "$context/app/bin/lib/$soname"
     patchelf --set-rpath '$ORIGIN' "$context/app/bin/lib/$soname"
 done
-patchelf --set-rpath '$ORIGIN/lib' "$context/app/bin/runner"
+patchelf --set-rpath '$ORIGIN/lib' "$context/app/bin/gateway"
 cp infra/functions.json "$context/app/infra/functions.json"
 cp -r infra/migrations "$context/app/infra/migrations"
 cp -L /etc/ssl/certs/ca-certificates.crt "$context/app/certs/ca-certificates.crt"

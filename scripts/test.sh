@@ -64,7 +64,7 @@ run_kit_tests() {
 run_tests() {
     # Lint first (whole runs): swift-format, from the toolchain, in strict mode over every Swift file (make lint).
     if [ "$#" -eq 0 ]; then
-        swift format lint --strict --recursive Package.swift Functions Shared runner Tests Client
+        swift format lint --strict --recursive Package.swift Functions Shared Gateway runner Tests Client
     fi
     swift build
     FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)

@@ -1,6 +1,5 @@
 import Codecs
 import FunctionRuntime
-import CaregiverPush
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -89,12 +88,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
             let perClient = open.total <= limits.maxConnections
             reject(
                 context, status: 503, limit: perClient ? "max_connections_per_client" : "max_connections",
-                problem: Problem(
-                    type: "/problems/unavailable", title: "Service Unavailable", status: 503,
-                    detail: perClient
-                        ? "This client has too many open connections. Retry later."
-                        : "The server has too many open connections. Retry later.",
-                    headers: ["retry-after": "1"]))
+                problem: .tooManyConnections(perClient: perClient))
             return
         }
         arm(limits.idleTimeout, context, .idle)
@@ -137,10 +131,8 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     private func refuseHead(_ context: ChannelHandlerContext, tooManyFields: Bool, afterPending: Bool = false) {
         reject(
             context, status: 431, limit: tooManyFields ? "header_count" : "header_size",
-            problem: Problem(
-                type: "/problems/request-header-fields-too-large", title: "Request Header Fields Too Large",
-                status: 431,
-                detail: tooManyFields
+            problem: .headerFieldsTooLarge(
+                tooManyFields
                     ? "The request has more than \(limits.maxHeaderCount) header fields."
                     : "The request line and header fields exceed \(limits.maxHeadBytes) bytes."),
             afterPending: afterPending)
@@ -249,9 +241,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         guard let context else { return }
         reject(
             context, status: 408, limit: limit,
-            problem: Problem(
-                type: "/problems/request-timeout", title: "Request Timeout", status: 408,
-                detail: "\(what) did not arrive within \(Self.seconds(timeout)) s."))
+            problem: .requestTimeout("\(what) did not arrive within \(Self.seconds(timeout)) s."))
     }
 
     /// Answers `problem` (unless a response is already under way on this connection: then it only closes), stops
@@ -285,8 +275,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Writes `problem` as the connection's last response, then half-closes.
     private func answer(_ context: ChannelHandlerContext, status: Int, problem: Problem) {
-        let encoder = JSONCoding.encoder()
-        let body = (try? encoder.encode(problem)) ?? Data()
+        let body = JSONCoding.encode(problem) ?? []
         var head = "HTTP/1.1 \(status) \(problem.title)\r\ncontent-type: application/problem+json\r\n"
         for (name, value) in problem.headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         head += "cache-control: no-store\r\nconnection: close\r\ncontent-length: \(body.count)\r\n\r\n"

@@ -1,12 +1,13 @@
 import Codecs
-import CaregiverPush
+import FunctionRuntime
 import Foundation
 import HTTPTypes
 import Hummingbird
 
 /// Builds the API Gateway HTTP API 2.0 event for a request, as API Gateway does: lower-case header names with
 /// repeated headers comma-joined, cookies apart, the raw query string and its parsed parameters, a request context
-/// with id, route, method, path, source IP, user agent and times; a body that is not UTF-8 text is base64.
+/// with id, route, method, path, source IP, user agent and times; a body that is not UTF-8 text is base64. The event is
+/// FunctionRuntime's own ``APIGatewayV2Request``, the type the functions decode, encoded with ``JSONCoding``.
 enum EventBuilder {
     static func event(
         method: String, path: String, query: String, headers: HTTPFields, body: [UInt8], sourceIP: String,
@@ -24,34 +25,30 @@ enum EventBuilder {
             }
             joined[name] = joined[name].map { "\($0),\(field.value)" } ?? field.value
         }
-        var members: [String: JSONValue] = [
-            "version": .string("2.0"), "routeKey": .string(routeKey), "rawPath": .string(path),
-            "rawQueryString": .string(query), "headers": .object(joined.mapValues(JSONValue.string)),
-            "isBase64Encoded": .bool(false),
-        ]
-        if !cookies.isEmpty { members["cookies"] = .array(cookies.map(JSONValue.string)) }
+        var context = APIGatewayV2Request.RequestContext(
+            requestId: requestID, routeKey: routeKey,
+            timeEpoch: Int64((now.timeIntervalSince1970 * 1000).rounded(.down)),
+            http: .init(method: method, path: path, sourceIp: sourceIP, userAgent: joined["user-agent"] ?? ""))
+        context.accountId = "anonymous"
+        context.apiId = "local"
+        context.domainName = joined["host"] ?? "localhost"
+        context.domainPrefix = "local"
+        context.time = accessLogTime(now)
+        var event = APIGatewayV2Request(
+            routeKey: routeKey, rawPath: path, headers: joined, requestContext: context, isBase64Encoded: false)
+        event.rawQueryString = query
+        if !cookies.isEmpty { event.cookies = cookies }
         let parameters = queryParameters(query)
-        if !parameters.isEmpty { members["queryStringParameters"] = .object(parameters.mapValues(JSONValue.string)) }
+        if !parameters.isEmpty { event.queryStringParameters = parameters }
         if !body.isEmpty {
             if isText(contentType: joined["content-type"]), let text = String(validating: body, as: UTF8.self) {
-                members["body"] = .string(text)
+                event.body = text
             } else {
-                members["body"] = .string(Data(body).base64EncodedString())
-                members["isBase64Encoded"] = .bool(true)
+                event.body = Data(body).base64EncodedString()
+                event.isBase64Encoded = true
             }
         }
-        let epochMilliseconds = (now.timeIntervalSince1970 * 1000).rounded(.down)
-        members["requestContext"] = .object([
-            "accountId": .string("anonymous"), "apiId": .string("local"),
-            "domainName": .string(joined["host"] ?? "localhost"),
-            "domainPrefix": .string("local"), "requestId": .string(requestID), "routeKey": .string(routeKey),
-            "stage": .string("$default"), "time": .string(accessLogTime(now)), "timeEpoch": .number(epochMilliseconds),
-            "http": .object([
-                "method": .string(method), "path": .string(path), "protocol": .string("HTTP/1.1"),
-                "sourceIp": .string(sourceIP), "userAgent": .string(joined["user-agent"] ?? ""),
-            ]),
-        ])
-        return JSONCoding.encode(JSONValue.object(members)) ?? []
+        return JSONCoding.encode(event) ?? []
     }
 
     /// Parsed query parameters, repeated names comma-joined (API Gateway 2.0).

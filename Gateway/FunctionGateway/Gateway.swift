@@ -1,6 +1,5 @@
 import FunctionRuntime
 import ProcessSupervision
-import CaregiverPush
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -8,13 +7,13 @@ import Logging
 import NIOCore
 import Synchronization
 
-/// The HTTP side of `runner serve`: maps each route of the function table to an invocation, the way API Gateway
+/// The HTTP side of `gateway serve`: maps each route of the function table to an invocation, the way API Gateway
 /// in front of Lambda does — 404 for an unknown route, 405 with `Allow`, 413 past the body limit, 503 at the
 /// concurrency cap, 504 at the timeout, 502 for a crash or unreadable output; `x-request-id` in and out; one
 /// access-log line per request. Only functions with a route are reachable here: a scheduled function (run by the
 /// ``Scheduler`` through ``invoke(_:event:requestID:finished:)``) is a 404 like any unknown path.
-final class Gateway: Sendable {
-    enum Mode: String, Sendable {
+package final class Gateway: Sendable {
+    package enum Mode: String, Sendable {
         case cold, warm
     }
 

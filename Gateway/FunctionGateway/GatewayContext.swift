@@ -1,13 +1,13 @@
 import Hummingbird
 import NIOCore
 
-/// The request context of `runner serve`: Hummingbird's core context plus the peer address, which becomes the
+/// The request context of `gateway serve`: Hummingbird's core context plus the peer address, which becomes the
 /// event's `requestContext.http.sourceIp`.
-struct GatewayContext: RequestContext, RemoteAddressRequestContext {
-    var coreContext: CoreRequestContextStorage
-    let remoteAddress: SocketAddress?
+package struct GatewayContext: RequestContext, RemoteAddressRequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package let remoteAddress: SocketAddress?
 
-    init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
     }

@@ -1,6 +1,5 @@
 import Codecs
 import FunctionRuntime
-import CaregiverPush
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -33,13 +32,16 @@ enum GatewayResponse {
         return make(status: Int(status), headers: headers, body: body, requestID: requestID, cookies: cookies)
     }
 
-    /// A problem+json response from the gateway itself (404, 405, 413, 502, 503, 504).
+    /// A problem+json response from the gateway itself (404, 405, 413, 502, 503, 504): the document a function would
+    /// write for it (``APIGatewayV2Response/problem(_:requestID:)``, FunctionRuntime's one renderer), turned into
+    /// HTTP by the same code as a function's output.
     static func problem(_ problem: Problem, requestID: String) -> Response {
-        let encoder = JSONCoding.encoder()
-        let body = (try? encoder.encode(problem)).map(Array.init) ?? []
-        var headers = problem.headers
-        headers["content-type"] = "application/problem+json"
-        return make(status: problem.status, headers: headers, body: body, requestID: requestID)
+        let document = APIGatewayV2Response.problem(problem, requestID: requestID)
+        if let output = JSONCoding.encode(document), let response = fromFunctionOutput(output, requestID: requestID) {
+            return response
+        }
+        // Unreachable: the document is always a valid response. A bare status rather than a crash.
+        return make(status: problem.status, headers: [:], body: [], requestID: requestID)
     }
 
     /// The 413 for a body over the function's limit. The connection closes after it (`connection: close`): what the
@@ -63,40 +65,5 @@ enum GatewayResponse {
         for cookie in cookies { fields.append(HTTPField(name: .setCookie, value: cookie)) }
         fields[HTTPField.Name("x-request-id")!] = requestID
         return Response(status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
-    }
-}
-
-extension Problem {
-    static func gatewayNotFound(_ path: String) -> Problem {
-        .notFound("No function is routed at \(path).")
-    }
-
-    static func badGateway(_ detail: String) -> Problem {
-        Problem(type: "/problems/bad-gateway", title: "Bad Gateway", status: 502, detail: detail)
-    }
-
-    static func gatewayTimeout(seconds: Int) -> Problem {
-        Problem(
-            type: "/problems/gateway-timeout", title: "Gateway Timeout", status: 504,
-            detail: "The function did not answer within its \(seconds) s timeout.")
-    }
-
-    static func requestTimeout() -> Problem {
-        Problem(
-            type: "/problems/request-timeout", title: "Request Timeout", status: 408,
-            detail: "The request body was not received completely.")
-    }
-
-    static func noLiveWorker(retryAfterSeconds: Int) -> Problem {
-        Problem(
-            type: "/problems/unavailable", title: "Service Unavailable", status: 503,
-            detail: "No worker of the function took the request in time. Retry later.",
-            headers: ["retry-after": String(retryAfterSeconds)])
-    }
-
-    static func functionBusy() -> Problem {
-        Problem(
-            type: "/problems/unavailable", title: "Service Unavailable", status: 503,
-            detail: "The function is at its concurrency limit. Retry later.", headers: ["retry-after": "1"])
     }
 }

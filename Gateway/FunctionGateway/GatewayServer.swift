@@ -1,19 +1,16 @@
-import OpenSSLCrypto
 import ProcessSupervision
-import CaregiverPush
-import FCMEmulator
 import Foundation
 import Hummingbird
 import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// Everything `runner serve` (and `runner dev`) runs: the gateway (with the FCM emulator when asked for) on the
-/// public port, the warm workers' Runtime API on a private listener (127.0.0.1, an ephemeral port), the warm pools,
+/// Everything `gateway serve` (and `runner serve`, `runner dev`) runs: the gateway on the public port (with the
+/// developer's extensions, such as the FCM emulator, when the runner adds them), the warm workers' Runtime API on a private listener (127.0.0.1, an ephemeral port), the warm pools,
 /// the scheduler of the scheduled functions; and the SIGTERM/SIGINT drain.
-struct GatewayServer: Sendable {
-    /// How `runner serve` was asked to run.
-    struct Options: Sendable {
+package struct GatewayServer: Sendable {
+    /// How `gateway serve` was asked to run.
+    package struct Options: Sendable {
         var host = "127.0.0.1"
         var port = 3000
         var mode = Gateway.Mode.cold
@@ -21,12 +18,25 @@ struct GatewayServer: Sendable {
         /// Lowers every function's body limit (`maxBodyBytes` in the function table, 16 KiB by default).
         var maxBody: Int?
         var queueTimeout: Duration = .seconds(2)
-        var fcmEmulator = false
-        /// `runner dev`: the functions fetch the demo's JWKS from the emulator's TLS port (`SUPABASE_JWKS_URL`).
-        var demoJWKS = false
         var debugHeaders = false
         var limits = HTTPLimits()
         var schedules = Scheduler.Setting.table
+
+        package init(
+            host: String = "127.0.0.1", port: Int = 3000, mode: Gateway.Mode = .cold, warmWorkers: Int = 2,
+            maxBody: Int? = nil, queueTimeout: Duration = .seconds(2), debugHeaders: Bool = false,
+            limits: HTTPLimits = HTTPLimits(), schedules: Scheduler.Setting = .table
+        ) {
+            self.host = host
+            self.port = port
+            self.mode = mode
+            self.warmWorkers = warmWorkers
+            self.maxBody = maxBody
+            self.queueTimeout = queueTimeout
+            self.debugHeaders = debugHeaders
+            self.limits = limits
+            self.schedules = schedules
+        }
     }
 
     let gateway: Gateway
@@ -36,30 +46,23 @@ struct GatewayServer: Sendable {
     let pools: [String: WarmPool]
     let tracker: ProcessTracker
     let environment: EnvironmentBox
-    let emulator: (FCMEmulator, ServiceAccountKey)?
-    /// The emulator's TLS + HTTP/2 port's throwaway CA and certificate: the functions talk to FCM over it, as in
-    /// production; the plain port keeps the inspection routes (`/_emulator/fcm/…`) for curl.
-    let emulatorTLS: EmulatorCertificates?
+    let extensions: [any GatewayExtension]
     let options: Options
     let logger: Logger
 
-    /// The emulator's throwaway key: the runner signs nothing with it, the functions do.
-    struct ServiceAccountKey: Sendable {
-        let clientEmail: String
-        let keyID: String
-        let privateKeyPEM: String
-    }
-
-    static func make(
-        table: FunctionTable, binDirectory: URL, options: Options, logger: Logger
+    /// - Parameter extensions: what the developer's tools serve beside the functions (none in production).
+    package static func make(
+        table: FunctionTable, binDirectory: URL, options: Options, extensions: [any GatewayExtension] = [],
+        logger: Logger
     ) async throws -> GatewayServer {
         let environment = EnvironmentBox(ProcessInfo.processInfo.environment)
         let tracker = ProcessTracker()
         let workers = WorkerDirectory()
         var pools: [String: WarmPool] = [:]
         if options.mode == .warm {
-            // With schedules off, a scheduled function never runs: no workers for it.
-            for function in table.functions where function.routeKey != nil || options.schedules != .off {
+            // With schedules off, a scheduled function never runs: no workers for it; a deploy-time one never does.
+            for function in table.functions
+            where function.routeKey != nil || (function.schedule != nil && options.schedules != .off) {
                 pools[function.name] = WarmPool(
                     function: function, size: min(options.warmWorkers, function.concurrency),
                     binDirectory: binDirectory,
@@ -79,35 +82,18 @@ struct GatewayServer: Sendable {
         router.add(middleware: GatewayMiddleware(gateway: gateway))
         let runtimeRouter = Router(context: GatewayContext.self)
         RuntimeAPIRoutes.add(to: runtimeRouter, workers: workers)
-        var emulator: (FCMEmulator, ServiceAccountKey)?
-        var emulatorTLS: EmulatorCertificates?
-        if options.fcmEmulator {
-            let key = try PrivateKey.generateRSA()
-            let account = ServiceAccountKey(
-                clientEmail:
-                    "runner-\(UUID().uuidString.prefix(8).lowercased())@local-emulator.iam.gserviceaccount.com",
-                keyID: UUID().uuidString.lowercased(), privateKeyPEM: try key.pemPKCS8())
-            let instance = FCMEmulator(
-                account: .init(
-                    projectID: "local-emulator", clientEmail: account.clientEmail, privateKeyID: account.keyID,
-                    publicKeyPEM: try key.publicKeyPEM()))
-            // The public port gets the inspection routes only: the JWKS routes stay on the loopback TLS port.
-            instance.addRoutes(to: router, jwksRoutes: false)
-            emulator = (instance, account)
-            emulatorTLS = try EmulatorCertificates.make(
-                in: NSTemporaryDirectory() + "runner-fcm-tls-\(UUID().uuidString.prefix(8).lowercased())",
-                host: "127.0.0.1")
-        }
+        // The extensions' routes come after the function routes (the middleware answers those first).
+        for tool in extensions { tool.addRoutes(to: router) }
         return GatewayServer(
             gateway: gateway, scheduler: scheduler, responder: router.buildResponder(),
             runtimeResponder: runtimeRouter.buildResponder(),
-            pools: pools, tracker: tracker, environment: environment, emulator: emulator, emulatorTLS: emulatorTLS,
-            options: options, logger: logger)
+            pools: pools, tracker: tracker, environment: environment, extensions: extensions, options: options,
+            logger: logger)
     }
 
     /// Serves until SIGTERM/SIGINT, then drains: new requests get 503, in-flight requests and function work
     /// (post-response pushes included) get `grace` to finish, what remains is killed, and the listener closes.
-    func run(grace: Duration, onBound: @escaping @Sendable (Int) -> Void) async throws {
+    package func run(grace: Duration, onBound: @escaping @Sendable (Int) -> Void) async throws {
         // The Runtime API listener comes up first: the workers, started once the public port is bound, need its port.
         let runtimePort = AsyncStream<Int>.makeStream()
         let runtimeAPI = Application(
@@ -118,20 +104,8 @@ struct GatewayServer: Sendable {
                 runtimePort.continuation.finish()
             },
             logger: logger)
-        // The emulator's TLS + HTTP/2 port (loopback, ephemeral), when there is an emulator.
-        let emulatorPort = AsyncStream<Int>.makeStream()
         var services: [any Service] = [runtimeAPI]
-        if let (emulator, _) = emulator, let emulatorTLS {
-            services.append(
-                try await emulator.application(
-                    port: 0, transport: .tls(emulatorTLS), jwksRoutes: options.demoJWKS, logger: logger
-                ) { port in
-                    emulatorPort.continuation.yield(port)
-                    emulatorPort.continuation.finish()
-                })
-        } else {
-            emulatorPort.continuation.finish()
-        }
+        for tool in extensions { services += try await tool.services(logger: logger) }
         let app = Application(
             responder: responder,
             server: GuardedHTTP1Channel.builder(
@@ -144,10 +118,8 @@ struct GatewayServer: Sendable {
             onServerRunning: { channel in
                 var ports = runtimePort.stream.makeAsyncIterator()
                 let privatePort = await ports.next() ?? 0
-                var tlsPorts = emulatorPort.stream.makeAsyncIterator()
-                let tlsPort = await tlsPorts.next()
                 let boundPort = channel.localAddress?.port ?? options.port
-                await self.started(port: boundPort, runtimePort: privatePort, emulatorTLSPort: tlsPort)
+                await self.started(port: boundPort, runtimePort: privatePort)
                 onBound(boundPort)
             },
             logger: logger)
@@ -178,30 +150,14 @@ struct GatewayServer: Sendable {
             }
         }
         scheduler.stop()
-        // The emulator's server key and CA certificate were for this run only.
-        emulatorTLS?.removeDirectory()
+        for tool in extensions { tool.stopped() }
         logger.info("stopped")
     }
 
-    private func started(port: Int, runtimePort: Int, emulatorTLSPort: Int?) async {
-        if let (emulator, key) = emulator, let emulatorTLSPort, let emulatorTLS {
-            // The functions reach the emulator as they reach Google: TLS + HTTP/2, verified against its CA.
-            let base = "https://127.0.0.1:\(emulatorTLSPort)"
-            await emulator.bound(tokenURL: base + "/token")
-            let keyFile = ServiceAccount.keyFileJSON(
-                projectID: "local-emulator", clientEmail: key.clientEmail, privateKeyID: key.keyID,
-                privateKeyPEM: key.privateKeyPEM, tokenURI: base + "/token")
-            var extra = [
-                "FCM_SERVICE_ACCOUNT_JSON": Data(keyFile.utf8).base64EncodedString(),
-                "FCM_API_BASE_URL": base,
-                "SSL_CERT_FILE": emulatorTLS.caFile,
-            ]
-            if options.demoJWKS { extra["SUPABASE_JWKS_URL"] = base + SupabaseJWKSRoutes.path }
-            logger.info(
-                "fcm emulator listening over TLS + HTTP/2",
-                metadata: ["port": .stringConvertible(emulatorTLSPort), "tls.ca_file": .string(emulatorTLS.caFile)])
-            extra["PUSH_ENVIRONMENT"] = environment.value["PUSH_ENVIRONMENT"] ?? "DEV"
-            environment.merge(extra)
+    private func started(port: Int, runtimePort: Int) async {
+        // What the extensions add to the functions' environment (the emulator's URLs name its port) comes first.
+        for tool in extensions {
+            environment.merge(await tool.functionEnvironment(current: environment.value, logger: logger))
         }
         for pool in pools.values {
             await pool.start(environment: environment.value, runtimeAPIBase: "127.0.0.1:\(runtimePort)")
@@ -212,7 +168,7 @@ struct GatewayServer: Sendable {
     }
 
     /// New function binaries are in place: warm workers are restarted (each is replaced as it exits).
-    func reloadFunctions() async {
+    package func reloadFunctions() async {
         for pool in pools.values { await pool.restartWorkers() }
     }
 

@@ -2,28 +2,30 @@ import Synchronization
 
 /// What the public port allows a client: the limits a host facing the internet needs against slow, oversized or
 /// too many connections. Each is answered clearly (a problem response, then the connection is closed) and logged.
-struct HTTPLimits: Sendable {
+package struct HTTPLimits: Sendable {
+    package init() {}
+
     /// The request line and all header fields together, up to and including the blank line (431 past it).
-    var maxHeadBytes = 16 * 1024
+    package var maxHeadBytes = 16 * 1024
     /// Header fields in one request (431 past it).
-    var maxHeaderCount = 100
+    package var maxHeaderCount = 100
     /// From a request's first byte until its header block is complete (408 past it).
-    var headerTimeout: Duration = .seconds(10)
+    package var headerTimeout: Duration = .seconds(10)
     /// From the end of the header block until the body is complete (408 past it).
-    var bodyTimeout: Duration = .seconds(30)
+    package var bodyTimeout: Duration = .seconds(30)
     /// A connection with no request in progress is closed after this long (keep-alive idle, and a client that
     /// connects and sends nothing). Above the 60 s idle timeout of AWS's and Google's load balancers, as a backend's
     /// must be.
-    var idleTimeout: Duration = .seconds(75)
+    package var idleTimeout: Duration = .seconds(75)
     /// Open connections at once; one more is answered 503 and closed.
-    var maxConnections = 512
+    package var maxConnections = 512
     /// Open connections at once from one client address: its share of ``maxConnections``, so that one client
     /// cannot take all of them (one more is answered 503 and closed). Behind a proxy every connection comes from the
     /// proxy's address, so a deployment there sets it as high as ``maxConnections``.
-    var maxConnectionsPerClient = 128
+    package var maxConnectionsPerClient = 128
     /// After an error answer, how long unread input is discarded before the socket closes, so that the client reads
     /// the answer instead of a reset.
-    var lingerTimeout: Duration = .seconds(2)
+    package var lingerTimeout: Duration = .seconds(2)
 }
 
 /// The open connections of one listener, in all and per client address.

@@ -1,6 +1,5 @@
 import Codecs
 import OpenSSLCrypto
-import CaregiverPush
 import Foundation
 import HTTPTypes
 import Hummingbird

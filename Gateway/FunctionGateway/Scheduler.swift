@@ -1,6 +1,5 @@
 import Codecs
 import ProcessSupervision
-import CaregiverPush
 import Foundation
 import Logging
 import Synchronization
@@ -14,9 +13,9 @@ import Synchronization
 /// run still going (post-response work included) is skipped and logged: runs of one function never overlap here,
 /// although EventBridge allows it and the functions must tolerate it. The output is not an HTTP response and is
 /// never parsed as one: only whether it is JSON, and the numbers at its top level (a summary's counts), are logged.
-final class Scheduler: Sendable {
-    /// How `runner serve` was asked to schedule.
-    enum Setting: Sendable, Equatable {
+package final class Scheduler: Sendable {
+    /// How `gateway serve` was asked to schedule.
+    package enum Setting: Sendable, Equatable {
         /// Each function at its `schedule` from the table.
         case table
         /// Every scheduled function at this interval instead (`--schedule-interval-ms`).

@@ -1,6 +1,5 @@
 import FunctionRuntime
 import ProcessSupervision
-import CaregiverPush
 import Foundation
 import Logging
 

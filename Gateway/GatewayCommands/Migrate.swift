@@ -2,30 +2,35 @@ import Libpq
 import FunctionRuntime
 import Migrations
 import ArgumentParser
-import CaregiverPush
 import Foundation
 import Logging
 
-/// `runner migrate`: applies `infra/migrations` in order, once each; safe to run concurrently and repeatedly.
-struct Migrate: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Apply the SQL migrations to DATABASE_URL.",
-        discussion: """
-            Environment: DATABASE_URL (a libpq URL; `make dev`'s is \
-            postgresql://postgres@127.0.0.1:25432/caregiver_push). On AWS the db-migrate function does the same \
-            at deploy time (docs/deploy.md).
-            """)
+/// `gateway migrate` (and `runner migrate`): applies `infra/migrations` in order, once each; safe to run concurrently
+/// and repeatedly. The Knative migrate Job runs it from the image.
+package struct Migrate<Root: ParsableCommand>: ParsableCommand {
+    package static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "migrate",
+            abstract: "Apply the SQL migrations to DATABASE_URL.",
+            discussion: """
+                Environment: DATABASE_URL (a libpq URL; `make dev`'s is \
+                postgresql://postgres@127.0.0.1:25432/caregiver_push). On AWS the db-migrate function does the same \
+                at deploy time (docs/deploy.md).
+                """)
+    }
 
     @Option(help: "The migrations directory.")
     var migrations: String = "infra/migrations"
 
-    func run() {
-        reportingErrors { try start() }
+    package init() {}
+
+    package func run() {
+        reportingErrors(root: Root.self) { try start() }
     }
 
     private func start() throws {
         JSONLogHandler.bootstrap()
-        let logger = Logger(label: "runner")
+        let logger = Logger(label: Root._commandName)
         guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
             throw ValidationError("DATABASE_URL is not set")
         }

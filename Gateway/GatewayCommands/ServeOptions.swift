@@ -1,28 +1,13 @@
+import FunctionGateway
 import FunctionRuntime
+import ProcessSupervision
 import ArgumentParser
-import CaregiverPush
-import FCMEmulator
 import Foundation
-import Hummingbird
 import Logging
-import ServiceLifecycle
-import Synchronization
-import UnixSignals
 
-/// `runner serve`: the local function host (SPEC §10).
-struct ServeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "serve",
-        abstract: "Serve the function table over HTTP, invoking the built functions cold or warm.",
-        discussion: """
-            Environment: passed on to every function, which reads DATABASE_URL, SUPABASE_JWT_SECRET or \
-            SUPABASE_JWKS, PUSH_ENVIRONMENT, FCM_SERVICE_ACCOUNT_JSON and the PUSH_*/DATABASE_* bounds \
-            (docs/deploy.md, "Secrets and configuration"). With --fcm-emulator the runner sets \
-            FCM_SERVICE_ACCOUNT_JSON and FCM_API_BASE_URL itself (and PUSH_ENVIRONMENT=DEV unless set). AWS_REGION \
-            names the region of scheduled events. For a dev secret, `make dev`'s lives in .data/dev-jwt-secret.
-            """
-    )
-
+/// The options of `gateway serve`, which `runner serve` shares (adding the FCM emulator): where to listen, how to
+/// invoke, the limits, the schedules, the function table.
+package struct ServeOptions: ParsableArguments {
     @Option(help: "Port to listen on; 0 picks a free one (printed on stdout).")
     var port: Int = 3000
 
@@ -48,9 +33,6 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds in-flight work (post-response pushes included) gets after SIGTERM/SIGINT.")
     var graceSeconds: Int = 15
 
-    @Flag(help: "Also serve the FCM emulator here and point the functions at it with a throwaway service account.")
-    var fcmEmulator = false
-
     @Flag(help: "Add x-runner-pid (the process that answered) to function responses. Off by default: it is internal.")
     var debugHeaders = false
 
@@ -60,14 +42,16 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var infra: InfraOptions
 
-    func run() async {
-        await reportingErrors { try await start() }
-    }
+    package init() {}
 
-    private func start() async throws {
+    /// Serves until SIGTERM/SIGINT; prints `{"event":"listening","port":…,"mode":…}` on stdout once bound.
+    /// - Parameters:
+    ///   - label: the logger's label and `function` (`gateway` or `runner`).
+    ///   - extensions: what the developer's tools add (the runner's FCM emulator); none in production.
+    package func serve(label: String, extensions: [any GatewayExtension] = []) async throws {
         JSONLogHandler.bootstrap()
-        var logger = Logger(label: "runner")
-        logger[metadataKey: "function"] = "runner"
+        var logger = Logger(label: label)
+        logger[metadataKey: "function"] = .string(label)
         guard let mode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
         if let maxBody, maxBody <= 0 { throw ValidationError("--max-body must be positive") }
         let table = try infra.functionTable()
@@ -76,10 +60,10 @@ struct ServeCommand: AsyncParsableCommand {
         try infra.checkBuilt(table, in: binDirectory, schedules: schedules)
         let options = GatewayServer.Options(
             host: host, port: port, mode: mode, warmWorkers: warmWorkers, maxBody: maxBody,
-            queueTimeout: .milliseconds(queueTimeoutMs), fcmEmulator: fcmEmulator, debugHeaders: debugHeaders,
-            limits: try limits.limits(), schedules: schedules)
+            queueTimeout: .milliseconds(queueTimeoutMs), debugHeaders: debugHeaders, limits: try limits.limits(),
+            schedules: schedules)
         let server = try await GatewayServer.make(
-            table: table, binDirectory: binDirectory, options: options, logger: logger)
+            table: table, binDirectory: binDirectory, options: options, extensions: extensions, logger: logger)
         try await server.run(grace: .seconds(graceSeconds)) { boundPort in
             let line = "{\"event\":\"listening\",\"port\":\(boundPort),\"mode\":\"\(mode.rawValue)\"}\n"
             FileHandle.standardOutput.write(Data(line.utf8))
@@ -88,7 +72,7 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 /// The public port's limits against hostile or broken clients (``HTTPLimits``), as options.
-struct HTTPLimitOptions: ParsableArguments {
+package struct HTTPLimitOptions: ParsableArguments {
     @Option(help: "Largest request line plus header fields, in bytes (431 past it).")
     var maxHeaderBytes: Int = HTTPLimits().maxHeadBytes
 
@@ -114,7 +98,9 @@ struct HTTPLimitOptions: ParsableArguments {
             """)
     var maxConnectionsPerClient: Int = HTTPLimits().maxConnectionsPerClient
 
-    func limits() throws -> HTTPLimits {
+    package init() {}
+
+    package func limits() throws -> HTTPLimits {
         for (name, value) in [
             ("--max-header-bytes", maxHeaderBytes), ("--max-header-count", maxHeaderCount),
             ("--header-timeout-ms", headerTimeoutMs), ("--body-timeout-ms", bodyTimeoutMs),
@@ -136,7 +122,7 @@ struct HTTPLimitOptions: ParsableArguments {
 }
 
 /// When the scheduled functions run (``Scheduler/Setting``), as options of `serve` and `dev`.
-struct ScheduleOptions: ParsableArguments {
+package struct ScheduleOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Run every scheduled function every N milliseconds instead of at its rate from the function table.",
@@ -146,7 +132,9 @@ struct ScheduleOptions: ParsableArguments {
     @Flag(help: "Run no scheduled function (takes precedence over --schedule-interval-ms).")
     var noSchedules = false
 
-    func setting() throws -> Scheduler.Setting {
+    package init() {}
+
+    package func setting() throws -> Scheduler.Setting {
         if noSchedules { return .off }
         guard let scheduleIntervalMs else { return .table }
         guard scheduleIntervalMs > 0 else { throw ValidationError("--schedule-interval-ms must be positive") }

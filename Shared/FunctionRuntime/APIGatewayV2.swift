@@ -23,6 +23,7 @@ public struct APIGatewayV2Request: Codable, Sendable {
         public var accountId: String?
         public var apiId: String?
         public var domainName: String?
+        public var domainPrefix: String?
         public var requestId: String?
         public var routeKey: String?
         public var stage: String?

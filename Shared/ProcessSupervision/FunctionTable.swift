@@ -1,11 +1,12 @@
 import Foundation
 
-/// `infra/functions.json`: the functions, what triggers each (a route or a schedule) and their limits — what a host
-/// needs to run them.
+/// `infra/functions.json`: the one list of the functions, what triggers each and their limits — what a host needs to
+/// run them, and what the build, the release, the image and the deploy descriptors are checked against.
 ///
-/// A function has either a route (`method` and `path`: an HTTP API event per request, an API Gateway response back)
-/// or a `schedule` (an EventBridge "Scheduled Event" at that rate, output opaque to the host), never both: a
-/// scheduled function's output is not an HTTP response, so it must never be reachable over HTTP.
+/// A function has exactly one trigger: a route (`method` and `path`: an HTTP API event per request, an API Gateway
+/// response back), a `schedule` (an EventBridge "Scheduled Event" at that rate, output opaque to the host), or
+/// `deploy` (`"customResource"`: run once per deploy by CloudFormation, as `db-migrate` is; the gateway never runs it).
+/// A scheduled function's output is not an HTTP response, so it must never be reachable over HTTP.
 public struct FunctionTable: Codable, Sendable, Equatable {
     public struct Function: Codable, Sendable, Equatable {
         public let name: String
@@ -13,6 +14,8 @@ public struct FunctionTable: Codable, Sendable, Equatable {
         public let path: String?
         /// `rate(N minute|minutes|hour|hours|day|days)`, EventBridge's rate grammar (``FunctionTable/rate(_:)``).
         public let schedule: String?
+        /// `customResource`: a deploy-time function (CloudFormation custom resource); no route, no schedule.
+        public let deploy: String?
         /// Per-invocation timeout; longer than `PUSH_SEND_DEADLINE_MS` so that the push can finish.
         public let timeoutSeconds: Int
         public let memoryMB: Int
@@ -55,17 +58,15 @@ public struct FunctionTable: Codable, Sendable, Equatable {
     public init(json: Data) throws {
         let table = try JSONDecoder().decode(FunctionTable.self, from: json)
         for function in table.functions {
-            switch (function.method, function.path, function.schedule) {
-            case (nil, nil, nil): throw FunctionTableError.noTrigger(function: function.name)
-            case (.some, .some, .some): throw FunctionTableError.routeAndSchedule(function: function.name)
-            case (.some, nil, _), (nil, .some, _): throw FunctionTableError.incompleteRoute(function: function.name)
-            case (_, _, .some(let schedule)):
-                do {
-                    _ = try Self.rate(schedule)
-                } catch {
-                    throw FunctionTableError.unsupportedSchedule(function: function.name, schedule: schedule)
+            if let deploy = function.deploy {
+                guard function.method == nil, function.path == nil, function.schedule == nil else {
+                    throw FunctionTableError.deployAndTrigger(function: function.name)
                 }
-            case (.some, .some, nil): break
+                guard Self.deployKinds.contains(deploy) else {
+                    throw FunctionTableError.unsupportedDeploy(function: function.name, deploy: deploy)
+                }
+            } else {
+                try Self.checkRouteOrSchedule(function)
             }
             if let limit = function.maxBodyBytes, !(1...Self.maxBodyBytesCeiling).contains(limit) {
                 throw FunctionTableError.bodyLimit(function: function.name, bytes: limit)
@@ -75,6 +76,24 @@ public struct FunctionTable: Codable, Sendable, Equatable {
         guard Set(table.functions.map(\.name)).count == table.functions.count, Set(routeKeys).count == routeKeys.count
         else { throw FunctionTableError.duplicate }
         self = table
+    }
+
+    /// The `deploy` kinds a table may name: a CloudFormation custom resource's function.
+    public static let deployKinds: Set<String> = ["customResource"]
+
+    private static func checkRouteOrSchedule(_ function: Function) throws {
+        switch (function.method, function.path, function.schedule) {
+        case (nil, nil, nil): throw FunctionTableError.noTrigger(function: function.name)
+        case (.some, .some, .some): throw FunctionTableError.routeAndSchedule(function: function.name)
+        case (.some, nil, _), (nil, .some, _): throw FunctionTableError.incompleteRoute(function: function.name)
+        case (_, _, .some(let schedule)):
+            do {
+                _ = try Self.rate(schedule)
+            } catch {
+                throw FunctionTableError.unsupportedSchedule(function: function.name, schedule: schedule)
+            }
+        case (.some, .some, nil): break
+        }
     }
 
     public func function(named name: String) -> Function? {
@@ -109,8 +128,12 @@ public struct FunctionTable: Codable, Sendable, Equatable {
 
 public enum FunctionTableError: Error, Equatable, CustomStringConvertible {
     case duplicate
-    /// Neither a route nor a schedule: nothing would ever run it.
+    /// No route, no schedule, no `deploy`: nothing would ever run it.
     case noTrigger(function: String)
+    /// `deploy` with a route or a schedule: a deploy-time function has no other trigger.
+    case deployAndTrigger(function: String)
+    /// A `deploy` other than `customResource`.
+    case unsupportedDeploy(function: String, deploy: String)
     /// A route and a schedule: a scheduled function's output is not an HTTP response, so it is never routed.
     case routeAndSchedule(function: String)
     /// `method` without `path`, or `path` without `method`.
@@ -124,7 +147,11 @@ public enum FunctionTableError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .duplicate: "the function table names a function or a route twice"
         case .noTrigger(let function):
-            "function \(function) has neither a route (method and path) nor a schedule"
+            "function \(function) has no trigger: neither a route (method and path), a schedule nor deploy"
+        case .deployAndTrigger(let function):
+            "function \(function) has deploy and a route or schedule; a deploy-time function has no other trigger"
+        case .unsupportedDeploy(let function, let deploy):
+            "function \(function) has deploy \"\(deploy)\"; the only kind is customResource"
         case .routeAndSchedule(let function):
             "function \(function) has both a route and a schedule; a scheduled function is never routed over HTTP"
         case .incompleteRoute(let function):

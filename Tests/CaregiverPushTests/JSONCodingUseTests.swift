@@ -7,7 +7,7 @@ import Testing
 @Suite("JSONCoding is the one encoder configuration")
 struct JSONCodingUseTests {
     /// The server's production code (the app kit in `Client/` is a package of its own with its own needs).
-    static let directories = ["Shared", "runner", "Functions"]
+    static let directories = ["Shared", "Gateway", "runner", "Functions"]
     static let owner = "Shared/Codecs/JSON/JSONCoding.swift"
 
     @Test("no production Swift file but JSONCoding.swift makes a JSONEncoder")

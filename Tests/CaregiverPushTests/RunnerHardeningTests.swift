@@ -46,8 +46,8 @@ struct RunnerHardeningTests {
         // have their secrets.
         let table = try FunctionTable(
             contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json"))
-        // `RunnerServer` turns schedules off, and scheduled functions then get no workers.
-        let workers = table.functions.filter { $0.schedule == nil }.reduce(0) { $0 + min(2, $1.concurrency) }
+        // `RunnerServer` turns schedules off, and scheduled functions then get no workers (deploy-time ones never do).
+        let workers = table.functions.filter { $0.routeKey != nil }.reduce(0) { $0 + min(2, $1.concurrency) }
         var apis: [String] = []
         for _ in 0..<100 where apis.count < workers {
             apis = try Self.workerRuntimeAPIs(runner: server.pid)

@@ -284,7 +284,7 @@ def main():
     check({f["name"] for f in table} <= set(products), "a function of the table is not a product of Package.swift")
     check("db-migrate" in products and "push-sweep" in products, "the image lacks db-migrate or push-sweep")
     run_in_image = re.findall(r"/app/bin/([a-z-]+)", dockerfile + json.dumps(job) + json.dumps(cron))
-    check(set(run_in_image) <= set(products) | {"runner"}, f"the image is asked to run {set(run_in_image)}")
+    check(set(run_in_image) <= set(products) | {"gateway"}, f"the image is asked to run {set(run_in_image)}")
     check("--max-body 16384" in dockerfile, "the entrypoint does not bound request bodies to the functions' 16 KiB")
 
     for line in env_size_report():
