@@ -109,7 +109,10 @@ struct DevCommand: AsyncParsableCommand {
         let server = try await GatewayServer.make(
             table: table, binDirectory: infra.binaryDirectory(), options: options,
             extensions: [try EmulatorExtension(demoJWKS: true)], logger: logger)
-        let watcher = SourceWatcher(directories: ["Functions", "Shared"], logger: logger) {
+        let watcher = SourceWatcher(
+            directories: ["Functions", "Shared"], functions: table.functions.filter { $0.deploy == nil }.map(\.name),
+            logger: logger
+        ) {
             await server.reloadFunctions()
         }
         let watching = Task { await watcher.run() }

@@ -1,5 +1,4 @@
 import ProcessSupervision
-import CaregiverPush
 import Foundation
 import Logging
 
@@ -7,12 +6,10 @@ import Logging
 /// changes, then calls `reload` so that warm workers restart on the new binaries (cold ones pick them up anyway).
 struct SourceWatcher: Sendable {
     let directories: [String]
+    /// What to rebuild: the function table's names (infra/functions.json).
+    let functions: [String]
     let logger: Logger
     let reload: @Sendable () async -> Void
-
-    static let functions = [
-        "push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep",
-    ]
 
     func run() async {
         var last = latestModification()
@@ -48,7 +45,7 @@ struct SourceWatcher: Sendable {
 
     /// One `swift build --product` per function: SwiftPM builds only the last of several `--product` options.
     private func rebuild() async -> Bool {
-        for function in Self.functions {
+        for function in functions {
             guard
                 let result = try? await ChildProcess.run(
                     executable: URL(fileURLWithPath: "/usr/bin/env"),

@@ -19,8 +19,9 @@ command -v buildah >/dev/null || { echo "image: buildah is missing (scripts/inst
 started=$(date +%s)
 stamp() { echo "image: $1 after $(($(date +%s) - started)) s" >&2; }
 
-functions=($(python3 -c 'import re; print(" ".join(re.findall(r"\(\"([a-z-]+)\", \"[A-Za-z]+\"\)", open("Package.swift").read())))'))
-[ ${#functions[@]} -gt 0 ] || { echo "image: no functions found in Package.swift" >&2; exit 1; }
+# The function list is infra/functions.json (FunctionListTests checks Package.swift's products against it).
+functions=($(python3 -c 'import json; print(" ".join(f["name"] for f in json.load(open("infra/functions.json"))["functions"]))'))
+[ ${#functions[@]} -gt 0 ] || { echo "image: no functions found in infra/functions.json" >&2; exit 1; }
 
 # 1. Release artifacts.
 if [ "${IMAGE_REUSE_ZIPS:-0}" != 1 ] || ! ls dist/lambda/*.zip >/dev/null 2>&1; then

@@ -19,7 +19,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-functions=(push-register push-unregister dose-record slot-bulk-record prn-record push-sweep db-migrate)
+# The function list is infra/functions.json (routed, scheduled and deploy-time functions alike).
+functions=($(python3 -c 'import json; print(" ".join(f["name"] for f in json.load(open("infra/functions.json"))["functions"]))'))
+[ ${#functions[@]} -gt 0 ] || { echo "release: no functions found in infra/functions.json" >&2; exit 1; }
 # Loaded with dlopen on first use (Shared/C/CCurl), so not among the binary's DT_NEEDED: bundled by name, with the
 # closure of their own dependencies, from where this machine's loader finds them.
 dlopened=(libcurl.so.4)

@@ -21,9 +21,13 @@ struct StartupBenchmark {
     let databaseURL: String
     let secret = String(repeating: "c", count: 40)
 
-    static let functions = [
-        "push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep", "db-migrate",
-    ]
+    /// The function list, infra/functions.json (the benchmark runs from the repository root, as scripts/bench.sh does).
+    static let functions: [String] = {
+        guard let table = try? FunctionTable(contentsOf: URL(fileURLWithPath: "infra/functions.json")) else {
+            fatalError("bench: infra/functions.json is unreadable; run from the repository root")
+        }
+        return table.functions.map(\.name)
+    }()
 
     struct Pair {
         let ours: Double

@@ -39,7 +39,7 @@ struct FunctionTableTests {
         #expect(error?.description.contains("cron expressions are not supported") == true)
     }
 
-    @Test("the repository's table: five routed functions and push-sweep every minute with no route")
+    @Test("the repository's table: five routed functions, push-sweep every minute, db-migrate at deploy time")
     func repositoryTable() throws {
         let table = try FunctionTable(
             contentsOf: TestDatabase.repositoryRoot.appendingPathComponent("infra/functions.json"))
@@ -49,6 +49,8 @@ struct FunctionTableTests {
         let routed = table.functions.filter { $0.routeKey != nil }
         #expect(routed.count == 5 && routed.allSatisfy { $0.rate == nil })
         #expect(table.function(named: "dose-record")?.routeKey == "POST /api/dose-records")
+        let migrate = try #require(table.function(named: "db-migrate"))
+        #expect(migrate.deploy == "customResource" && migrate.routeKey == nil && migrate.rate == nil)
     }
 
     @Test("several scheduled functions are not a duplicate route; two functions on one route still are")
@@ -67,7 +69,7 @@ struct FunctionTableTests {
         }
     }
 
-    @Test("a function needs exactly one trigger: a whole route or a schedule")
+    @Test("a function needs exactly one trigger: a whole route, a schedule or deploy")
     func triggers() {
         let limits = #""timeoutSeconds": 5, "memoryMB": 128, "concurrency": 1"#
         let cases: [(String, FunctionTableError)] = [
@@ -81,10 +83,26 @@ struct FunctionTableTests {
                 #"{"name": "x", "path": "/x", "schedule": "rate(1 minute)", \#(limits)}"#,
                 .incompleteRoute(function: "x")
             ),
+            (
+                #"{"name": "x", "deploy": "customResource", "method": "POST", "path": "/x", \#(limits)}"#,
+                .deployAndTrigger(function: "x")
+            ),
+            (
+                #"{"name": "x", "deploy": "customResource", "schedule": "rate(1 minute)", \#(limits)}"#,
+                .deployAndTrigger(function: "x")
+            ),
+            (#"{"name": "x", "deploy": "customResource", "path": "/x", \#(limits)}"#, .deployAndTrigger(function: "x")),
+            (
+                #"{"name": "x", "deploy": "onEveryPush", \#(limits)}"#,
+                .unsupportedDeploy(function: "x", deploy: "onEveryPush")
+            ),
         ]
         for (function, expected) in cases {
             #expect(throws: expected) { try FunctionTable(json: Self.table([function])) }
         }
+        let deployOnly = try? FunctionTable(
+            json: Self.table([#"{"name": "x", "deploy": "customResource", \#(limits)}"#]))
+        #expect(deployOnly?.functions.first.map { $0.routeKey == nil && $0.rate == nil } == true)
     }
 
     @Test("maxBodyBytes is optional (16 KiB by default) and must be 1 to 1 MiB")

@@ -7,10 +7,8 @@ import Testing
 /// this checks the result on the built executables, whatever the graph says.
 @Suite("functions link FoundationEssentials only")
 struct LayeringTests {
-    /// Every function executable (`Package.swift`'s function list, as `Functions/` holds them).
-    static let functions = [
-        "push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep", "db-migrate",
-    ]
+    /// Every function executable: the function list, infra/functions.json (``FunctionListTests``).
+    static let functions = FunctionListTests.names
 
     /// The libraries a function must not load, at any depth of its dependencies.
     static let forbidden = ["libFoundation.so", "lib_FoundationICU.so", "libFoundationInternationalization.so"]

@@ -20,6 +20,7 @@ any difference, naming it, and prints the `N passed, N failed` line the CI reads
 """
 import glob
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -192,7 +193,9 @@ def main():
           "SupabaseJwksUrl is not a parameter")
     check("SupabaseJwksUrl" in json.dumps(sam["Rules"], default=str), "the key rule does not accept SupabaseJwksUrl")
 
-    # The function table against the SAM functions.
+    # The function table against the SAM functions, both ways.
+    extra = set(functions) - {f["name"] for f in table}
+    check(not extra, f"SAM functions {sorted(extra)} are not in infra/functions.json")
     for entry in table:
         name = entry["name"]
         check(name in functions, f"{name} of infra/functions.json is not a SAM function")
@@ -277,14 +280,26 @@ def main():
           "the Dockerfile's base is not the BASE build argument")
     check(re.search(r"^USER (?!0|root)\d+", dockerfile, re.M), "the image does not run as a numeric non-root user")
     products = re.findall(r'\("([a-z-]+)", "[A-Za-z]+"\)', manifest)
+    image_script = open("scripts/image.sh").read()
     staged = subprocess.run(
-        ["python3", "-c", re.search(r"python3 -c '(.*?)'\)\)", open("scripts/image.sh").read()).group(1)],
+        ["python3", "-c", re.search(r"python3 -c '(.*?)'\)\)", image_script).group(1)],
         capture_output=True, text=True).stdout.split()
-    check(staged == products, f"scripts/image.sh stages {staged}, Package.swift has {products}")
-    check({f["name"] for f in table} <= set(products), "a function of the table is not a product of Package.swift")
-    check("db-migrate" in products and "push-sweep" in products, "the image lacks db-migrate or push-sweep")
+    table_names = [f["name"] for f in table]
+    check(staged == table_names, f"scripts/image.sh stages {staged}, infra/functions.json has {table_names}")
+    check(set(table_names) <= set(products), "a function of the table is not a product of Package.swift")
+    check("db-migrate" in staged and "push-sweep" in staged, "the image lacks db-migrate or push-sweep")
     run_in_image = re.findall(r"/app/bin/([a-z-]+)", dockerfile + json.dumps(job) + json.dumps(cron))
-    check(set(run_in_image) <= set(products) | {"gateway"}, f"the image is asked to run {set(run_in_image)}")
+    check(set(run_in_image) <= set(table_names) | {"gateway"}, f"the image is asked to run {set(run_in_image)}")
+    # The image ships the production gateway and nothing of the developer's tools (`runner`: dev stack, seed data,
+    # token minting, emulators).
+    built = re.findall(r"--product (\S+)", image_script)
+    check(built == ["gateway"], f"scripts/image.sh builds {built}, not only the gateway")
+    installed = set(re.findall(r'"\$context/app/bin/([a-z-]+)"', image_script)) - {"lib"}
+    check(installed == {"gateway"}, f"scripts/image.sh installs {installed} besides the functions, not only the gateway")
+    staged_bin = pathlib.Path(".build/image/context/app/bin")
+    if staged_bin.is_dir():
+        check(not (staged_bin / "runner").exists(), f"the staged image context has a runner: {staged_bin / 'runner'}")
+        check((staged_bin / "gateway").is_file(), f"the staged image context has no gateway in {staged_bin}")
     check("--max-body 16384" in dockerfile, "the entrypoint does not bound request bodies to the functions' 16 KiB")
 
     for line in env_size_report():

@@ -3,8 +3,9 @@
 A function of the table has a route (method and path) or a schedule, not both. Each routed function's route is in
 the OpenAPI document and on a SAM HttpApi event, with the table's timeout. Each scheduled function is a SAM
 function with a Schedule event of the same rate (and no HttpApi event: it is never routed), with the table's
-timeout. A SAM function outside the table is only allowed as a custom resource's function (db-migrate: no event,
-its zip invoked through a `Custom::` resource's ServiceToken), and every function of the table DependsOn that
+timeout. The table's deploy functions (db-migrate: `"deploy": "customResource"`) are exactly the custom resources'
+functions (no event, the zip invoked through a `Custom::` resource's ServiceToken); the SAM functions are exactly the
+table's, both ways; and every other function of the table DependsOn that
 resource, so that the deploy migrates before new code takes traffic. Exits non-zero on any difference, naming it, and prints the plain `N passed, N failed` line the CI reads.
 """
 import json
@@ -78,10 +79,10 @@ def main() -> int:
     malformed = {
         f["name"]
         for f in table
-        if ("method" in f) != ("path" in f) or ("method" in f and "path" in f) == ("schedule" in f)
+        if ("method" in f) != ("path" in f) or [("path" in f), ("schedule" in f), ("deploy" in f)].count(True) != 1
     }
     checks = [
-        ("every function has a whole route or a schedule, not both", not malformed, malformed),
+        ("every function has exactly one of a whole route, a schedule or deploy", not malformed, malformed),
         ("openapi routes == functions.json routes", openapi_routes == table_routes, openapi_routes ^ table_routes),
         ("SAM routes == functions.json routes", sam_routes == table_routes, sam_routes ^ table_routes),
     ]
@@ -106,16 +107,23 @@ def main() -> int:
         ("SAM Schedule events == functions.json schedules (same rate and timeout, no route)", not unscheduled, unscheduled)
     )
     table_names = {f["name"] for f in table}
+    table_deploy = {f["name"] for f in table if "deploy" in f}
     deploy_functions = {logical_names.get(function) for function in custom_resources.values()}
-    stray = {
+    stray = set(sam_functions) ^ table_names
+    checks.append(("SAM functions == functions.json functions", not stray, stray))
+    not_custom = {
         name
-        for name, (schedules, _, has_route) in sam_functions.items()
-        if name not in table_names and (name not in deploy_functions or schedules or has_route)
-    }
-    checks.append(("SAM functions outside functions.json are custom-resource functions without events", not stray, stray))
+        for name in table_deploy
+        if name not in deploy_functions or sam_functions.get(name, ([], 0, False))[0] or sam_functions[name][2]
+    } | (deploy_functions - table_deploy)
+    checks.append(
+        ("the table's deploy functions are SAM custom-resource functions without events", not not_custom, not_custom)
+    )
     missing_migrations = {"db-migrate"} - deploy_functions
     checks.append(("db-migrate runs as a custom resource", not missing_migrations, missing_migrations))
-    not_after = {name for name in table_names if not depends_on.get(name, set()) & set(custom_resources)}
+    not_after = {
+        name for name in table_names - table_deploy if not depends_on.get(name, set()) & set(custom_resources)
+    }
     checks.append(("every function of the table DependsOn the migrations custom resource", not not_after, not_after))
     failed = 0
     for name, ok, difference in checks:
