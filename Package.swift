@@ -186,6 +186,8 @@ let package = Package(
             dependencies: [
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
                 "ProcessSupervision", "CProcessLimits",
+                // The gateway's event builder, read back by the functions' own strict parser (GatewayEventTests).
+                "FunctionGateway", .product(name: "HTTPTypes", package: "swift-http-types"),
                 // The kit's router and catalog, read against the server's message builder (KitContractTests).
                 .product(name: "CaregiverPushClient", package: "caregiver-push-client"),
                 .product(name: "Logging", package: "swift-log"),
