@@ -6,8 +6,9 @@ import ServiceLifecycle
 import UnixSignals
 
 /// Everything `gateway serve` (and `runner serve`, `runner dev`) runs: the gateway on the public port (with the
-/// developer's extensions, such as the FCM emulator, when the runner adds them), the warm workers' Runtime API on a private listener (127.0.0.1, an ephemeral port), the warm pools,
-/// the scheduler of the scheduled functions; and the SIGTERM/SIGINT drain.
+/// developer's extensions, such as the FCM emulator, when the runner adds them), the warm workers' Runtime API on a
+/// private listener (127.0.0.1, an ephemeral port), the warm pools, the scheduler of the scheduled functions; and the
+/// SIGTERM/SIGINT drain.
 package struct GatewayServer: Sendable {
     /// How `gateway serve` was asked to run.
     package struct Options: Sendable {
