@@ -236,7 +236,7 @@ package final class Gateway: Sendable {
 ///
 /// - `GET /healthz` (liveness): 200 `{"status":"ok"}` whenever the process answers.
 /// - `GET /readyz` (readiness): 200 `{"status":"ready"}`; a 503 problem naming the routed functions that have no live
-///   warm worker (warm mode), or all of them while the runner drains. Nothing else of the runner's state is told.
+///   warm worker (warm mode), or all of them while the gateway drains. Nothing else of the gateway's state is told.
 struct GatewayMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
     let gateway: Gateway

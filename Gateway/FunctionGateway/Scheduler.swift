@@ -88,7 +88,7 @@ package final class Scheduler: Sendable {
         while true {
             do { try await clock.sleep(until: next) } catch { return }
             next += entry.interval
-            // Ticks missed while the runner could not run (a suspended laptop) are not made up.
+            // Ticks missed while the gateway could not run (a suspended laptop) are not made up.
             if next < clock.now { next = clock.now + entry.interval }
             let name = entry.function.name
             let admitted = state.withLock { state -> Bool? in

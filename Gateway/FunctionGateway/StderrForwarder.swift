@@ -1,7 +1,7 @@
 import Codecs
 import Foundation
 
-/// Forwards a function's stderr to the runner's, one JSON line per line, tagged with the function and request.
+/// Forwards a function's stderr to the gateway's, one JSON line per line, tagged with the function and request.
 struct StderrForwarder: Sendable {
     let function: String
 
