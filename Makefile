@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test soak bench bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz
+.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -10,6 +10,23 @@ DEV_POOLER_PORT ?= 26432
 ## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
 test:
 	scripts/test.sh
+
+## One kind of test at a time (docs/development.md#tests): test-unit needs no database and runs in seconds after the
+## build; the others start the throwaway PostgreSQL. test-system and test-load hold fixed ports: one run at a time.
+test-unit:
+	scripts/test.sh --unit
+
+test-db:
+	scripts/test.sh --filter '^DatabaseTests\.'
+
+test-gateway:
+	scripts/test.sh --filter '^GatewayTests\.'
+
+test-system:
+	scripts/test.sh --filter '^SystemTests\.'
+
+test-load:
+	scripts/test.sh --filter '^LoadTests\.'
 
 ## make soak: the load and fault suite for LOAD_SECONDS (default 300) each, then wrk on the warm runner.
 soak:

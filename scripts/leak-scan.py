@@ -57,7 +57,7 @@ def database_values():
 
 
 def test_secret():
-    source = pathlib.Path(__file__).resolve().parent.parent / "Tests/CaregiverPushTests/Support/TestInvocation.swift"
+    source = pathlib.Path(__file__).resolve().parent.parent / "Tests/TestSupport/TestInvocation.swift"
     match = re.search(r'let testJWTSecret = "([^"]+)"', source.read_text())
     return [("HS256 secret", match.group(1))] if match else []
 

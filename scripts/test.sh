@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # `make test`: installs what is missing, starts a throwaway PostgreSQL, builds every product, and runs the whole
 # suite (in-process tests and the built executables driven through stdin/stdout) against that database; then runs
-# the executable-level suites a second time through PgBouncer in transaction-pooling mode (issue 18).
+# the executable-level suites a second time through PgBouncer in transaction-pooling mode.
 #
 #   scripts/test.sh                 everything (lint, contract and descriptor checks, the release and image checks,
 #                                   both passes, the client consumer, the leak scan)
-#   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests)
+#   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests, --filter '^DatabaseTests\.')
+#   scripts/test.sh --unit [ARGS]   the UnitTests target only: no database, no process (make test-unit)
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 #   scripts/test.sh --kit [ARGS]    the app kit's package only (Client/: `swift test ARGS…` there), then the consumer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Run again with DATABASE_URL pointing at PgBouncer: register, unregister, the three recording functions with
-# their push, the sweep, runner invoke/migrate — every suite that drives the built functions.
-POOLED_SUITES='ExecutableTests|RunnerCommandTests|PushRegistrationTests|RecordingPushTests|DurablePushTests|PushSweepTests'
+# their push, the sweep — every suite that drives the built functions.
+POOLED_SUITES='ExecutableTests|PushRegistrationTests|RecordingPushTests|DurablePushTests|PushSweepTests'
 # Server connections per database: well below the clients those suites run at once (20 parallel slot requests,
 # parallel tests, kill tests' lock holders and probes), so clients queue for a server connection as in production.
 POOLED_POOL_SIZE=4
@@ -66,7 +67,10 @@ run_tests() {
     if [ "$#" -eq 0 ]; then
         swift format lint --strict --recursive Package.swift Functions Shared runner Tests Client
     fi
-    swift build
+    # Every target may import only what it declares: the flag fails the build on an import from outside a target's
+    # dependency closure (ManifestImportsTests checks the rest, both ways). On the build line, whose failure stops
+    # the script: `swift test` would carry on after it. The test targets are built here too, so they are checked.
+    swift build --build-tests --explicit-target-dependency-import-check error
     FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
     # Everything the functions and the runner say during the run is kept here for the leak scan at the end.
     LEAK_CAPTURE_DIR=$PWD/.build/leak-capture
@@ -81,12 +85,15 @@ run_tests() {
     fi
     if [ "${1:-}" = "--pooled" ]; then
         shift
-        swift build --build-tests
         run_pooled_pass "$@"
         return
     fi
-    scripts/contract.sh "$FUNCTIONS_BIN_DIR"
-    scripts/release-check.sh
+    # Whole runs: the deployment contract (routes, descriptors, schemathesis against the runner) and the release
+    # build's check. A filtered run goes straight to its tests.
+    if [ "$#" -eq 0 ]; then
+        scripts/contract.sh "$FUNCTIONS_BIN_DIR"
+        scripts/release-check.sh
+    fi
     # Whole runs: the container image from the zips just built (and a release runner), started from its own root
     # file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
     if [ "$#" -eq 0 ]; then
@@ -112,7 +119,12 @@ run_tests() {
     fi
 }
 
-if [ "${1:-}" = "--inside" ]; then
+if [ "${1:-}" = "--unit" ]; then
+    # No database and no process: build the test bundle and run the UnitTests target alone.
+    shift
+    swift build --build-tests --explicit-target-dependency-import-check error
+    exec swift test --skip-build --filter '^UnitTests\.' "$@"
+elif [ "${1:-}" = "--inside" ]; then
     shift
     run_tests "$@"
 else
