@@ -1,10 +1,10 @@
-@testable import Codecs
-@testable import OpenSSLCrypto
-@testable import JOSE
+import Codecs
+import OpenSSLCrypto
+import JOSE
 import Foundation
 import Testing
 
-@testable import CaregiverPush
+import CaregiverPush
 
 /// Fresh keys, a JWKS publishing them, and helpers to mint valid and hand-edited caregiver tokens.
 package struct TokenFixture {
