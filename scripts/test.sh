@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: installs what is missing, starts a throwaway PostgreSQL, builds every product, and runs the whole
 # suite (in-process tests and the built executables driven through stdin/stdout) against that database; then runs
-# the executable-level suites a second time through PgBouncer in transaction-pooling mode (issue 18).
+# the executable-level suites a second time through PgBouncer in transaction-pooling mode.
 #
 #   scripts/test.sh                 everything (lint, contract and descriptor checks, the release and image checks,
 #                                   both passes, the client consumer, the leak scan)

@@ -3,7 +3,7 @@ import CaregiverPush
 import Foundation
 import Testing
 
-/// dose-record in-process against the real database (SPEC §6, §7).
+/// dose-record in-process against the real database (docs/behaviour.md#dose-record, docs/behaviour.md#dose-rules).
 @Suite("dose-record")
 struct DoseRecordTests {
     struct Fixture {

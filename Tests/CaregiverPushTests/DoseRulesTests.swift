@@ -3,7 +3,7 @@ import CaregiverPush
 import Foundation
 import Testing
 
-/// SPEC §7 at every boundary.
+/// The dose rules (docs/behaviour.md#dose-rules) at every boundary.
 @Suite("dose rules: Tokyo date, slot, within time")
 struct DoseRulesTests {
     static func instant(_ text: String) -> Date { Timestamp.parseRFC3339(text)! }

@@ -53,7 +53,7 @@ struct ExecutableTests {
         return Run(result: result)
     }
 
-    /// Every stderr line is one JSON object with the fields SPEC §2 names.
+    /// Every stderr line is one JSON object with the fields docs/behaviour.md#logs-metrics names.
     static func expectJSONLogLines(_ run: Run, function: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let lines = run.stderr.split(separator: "\n").filter { !EMF.isEMF($0) }
         #expect(!lines.isEmpty, sourceLocation: sourceLocation)

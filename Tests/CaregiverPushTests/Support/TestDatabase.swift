@@ -41,7 +41,7 @@ enum TestDatabase {
     }
 }
 
-/// Rows the tests create directly (SPEC §12: patients and medications have no API).
+/// Rows the tests create directly (patients and medications have no API: docs/behaviour.md#data-model).
 enum Seed {
     @discardableResult
     static func patient(_ connection: PostgresConnection, displayName: String = "山田花子") throws -> UUID {
