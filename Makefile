@@ -37,7 +37,7 @@ soak:
 bench:
 	scripts/bench.sh
 
-## make bench-startup: only the start-up section (issue 15: the shipped functions against the C floors, with its
+## make bench-startup: only the start-up section (the shipped functions against the C floors, with its
 ## profile) and the push_devices-size section, written to bench-out/startup.md; docs/benchmarks.md is left alone.
 bench-startup:
 	mkdir -p bench-out

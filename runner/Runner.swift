@@ -4,7 +4,7 @@ import CaregiverPush
 import Foundation
 import Logging
 
-/// The local stand-in for the function host (SPEC §10).
+/// The local stand-in for the function host (docs/behaviour.md#gateway).
 @main
 struct Runner: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whole-run leak check (issue 7): nothing the functions or the runner said during `make test` — response bodies,
+"""Whole-run leak check: nothing the functions or the runner said during `make test` — response bodies,
 stdout, stderr log lines, the contract run's responses — holds a secret or health data.
 
     scripts/leak-scan.py CAPTURE_DIR

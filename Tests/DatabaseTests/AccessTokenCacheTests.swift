@@ -6,7 +6,7 @@ import Logging
 import Testing
 import TestSupport
 
-/// The shared OAuth access token (SPEC §9.6).
+/// The shared OAuth access token (docs/behaviour.md#access-token).
 @Suite("FCM access token cache")
 struct AccessTokenCacheTests {
     static func provider(_ fake: FCMFake) throws -> AccessTokenProvider {
@@ -72,7 +72,8 @@ struct AccessTokenCacheTests {
     }
 }
 
-/// The fake's reading of FCM-NOTES' "exactly one target": `token`, or the `fid` newer SDKs send, never both.
+/// The emulator's reading of FCM's rule that a message has exactly one target: `token`, or the `fid` newer SDKs send,
+/// never both.
 @Suite("FCM emulator targets")
 struct FCMEmulatorTargetTests {
     @Test("a message with token or fid is delivered; one with both or neither is a 400")

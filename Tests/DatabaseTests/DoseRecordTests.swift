@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// dose-record in-process against the real database (SPEC §6, §7).
+/// dose-record in-process against the real database (docs/behaviour.md#dose-record, docs/behaviour.md#dose-rules).
 @Suite("dose-record")
 struct DoseRecordTests {
     struct Fixture {

@@ -4,7 +4,8 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The function envelope: auth, body checks, problem responses, configuration and database failures (SPEC §2–§5).
+/// The function envelope: auth, body checks, problem responses, configuration and database failures
+/// (docs/behaviour.md#contract, docs/behaviour.md#contract-checks, docs/behaviour.md#problems, docs/behaviour.md#auth).
 @Suite("function envelope")
 struct EnvelopeTests {
     let validBody = json(["token": .string("tok"), "platform": .string("ios"), "environment": .string("DEV")])

@@ -8,7 +8,8 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// The push path of SPEC §9 against a real database and the FCM fake (seeds' T004–T006 and the FCM issue).
+/// The push path (docs/behaviour.md#push) against a real database and the FCM emulator: who is sent what, retries,
+/// the shared access token, and what never leaves the process.
 @Suite("push dispatch")
 struct PushDispatchTests {
     /// A patient with linked caregivers and their devices, created through the real registration code.

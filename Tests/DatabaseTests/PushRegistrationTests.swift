@@ -4,7 +4,8 @@ import Foundation
 import Testing
 import TestSupport
 
-/// push-register and push-unregister in-process, against the real database (seeds' T001–T003 and SPEC §6).
+/// push-register and push-unregister in-process, against the real database (docs/behaviour.md#push-register,
+/// docs/behaviour.md#push-unregister, docs/behaviour.md#devices).
 @Suite("push-register and push-unregister")
 struct PushRegistrationTests {
     func register(
@@ -181,7 +182,7 @@ struct PushRegistrationTests {
     }
 
     @Test(
-        "validation failures are 422 with the messages SPEC §5 names",
+        "validation failures are 422 with the messages docs/behaviour.md#validation-messages lists",
         arguments: [
             (["platform": "ios", "environment": "DEV"], ["token": "token is required"]),
             (["token": "abc", "platform": "android", "environment": "DEV"], ["platform": "platform must be ios"]),

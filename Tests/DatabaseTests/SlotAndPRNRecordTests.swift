@@ -5,7 +5,8 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// slot-bulk-record and prn-record in-process against the real database (SPEC §6).
+/// slot-bulk-record and prn-record in-process against the real database (docs/behaviour.md#slot-bulk-record,
+/// docs/behaviour.md#prn-record).
 @Suite("slot-bulk-record and prn-record")
 struct SlotAndPRNRecordTests {
     struct Household {

@@ -9,9 +9,9 @@ import TestSupport
     import Glibc
 #endif
 
-/// The public edge under abuse (issue 26): memory per request bounded before anything else, pipelined heads and
-/// per-client connections counted, a host that heals a worker it cannot start, health answers, and the dev-only
-/// key material kept off the public port and off the disk.
+/// The public edge under abuse (docs/behaviour.md#gateway): memory per request bounded before anything else, pipelined
+/// heads and per-client connections counted, a host that heals a worker it cannot start, health answers, and the
+/// dev-only key material kept off the public port and off the disk.
 @Suite("runner edge under abuse", .timeLimit(.minutes(3)))
 struct RunnerEdgeTests {
     /// `echo`-like script functions: `small` takes 100 bytes, `roomy` 1 MiB (its events can outgrow Lambda's 6 MB).

@@ -116,7 +116,7 @@ struct RunnerScheduleTests {
         }
     }
 
-    /// Checks one event against EventBridge's Scheduled Event (AWS-NOTES); returns its id.
+    /// Checks one event against EventBridge's Scheduled Event (its documented members); returns its id.
     static func checkScheduledEvent(_ data: Data, function: String) -> String? {
         guard let event = (try? JSONValue.parse(Array(data)))?.objectValue else {
             Issue.record("the event is not a JSON object: \(String(decoding: data, as: UTF8.self))")

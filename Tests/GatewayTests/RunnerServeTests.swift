@@ -9,7 +9,7 @@ import TestSupport
     import Glibc
 #endif
 
-/// `runner serve` over real HTTP, in both modes (SPEC §10).
+/// `runner serve` over real HTTP, in both modes (docs/behaviour.md#gateway).
 @Suite("runner serve")
 struct RunnerServeTests {
     static let modes = ["cold", "warm"]

@@ -11,8 +11,8 @@ import TestSupport
     import Glibc
 #endif
 
-/// Issue 7's hardening: bounded mixed load on the runner, the database going away and coming back under load,
-/// FCM failing in every way FCM-NOTES describes, and functions killed mid-transaction.
+/// Hardening: bounded mixed load on the runner, the database going away and coming back under load,
+/// FCM failing in every way FCM can (docs/behaviour.md#outcomes), and functions killed mid-transaction.
 ///
 /// `LOAD_SECONDS` sets the load phases' length (`make test`: short; `make soak`: long). Nothing here asserts a
 /// duration: the checks are about what was answered and what was stored and sent.

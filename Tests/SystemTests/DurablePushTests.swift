@@ -5,9 +5,9 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// Durable push (issue 14): the outbox commits with the dose, senders lease, and `push-sweep` finishes what a dead
-/// sender left — exercised through the built executables, a real PostgreSQL and the FCM emulator, with the
-/// recording function SIGKILLed at each stage of its run.
+/// Durable push (a committed dose always ends in a push or a recorded reason): the outbox commits with the dose,
+/// senders lease, and `push-sweep` finishes what a dead sender left — exercised through the built executables, a real
+/// PostgreSQL and the FCM emulator, with the recording function SIGKILLed at each stage of its run.
 @Suite("durable push: outbox, leases, kills and the sweep")
 struct DurablePushTests {
     /// A patient, one linked caregiver with its devices, and one medication taken at 07:00.

@@ -10,7 +10,7 @@ import TestSupport
 /// JSON log lines on stderr, exit status 0 once a response is written.
 @Suite("built functions over stdin/stdout")
 struct ExecutableTests {
-    /// Every stderr line is one JSON object with the fields SPEC §2 names.
+    /// Every stderr line is one JSON object with the fields docs/behaviour.md#logs-metrics names.
     static func expectJSONLogLines(
         _ run: Executables.Run, function: String, sourceLocation: SourceLocation = #_sourceLocation
     ) {

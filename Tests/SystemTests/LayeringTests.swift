@@ -3,9 +3,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The functions are built on FoundationEssentials alone (issue 15): full Foundation and its ICU data cost a cold
-/// start ~12 ms and the zip tens of MiB. The target graph keeps `Foundation` out of every module a function links;
-/// this checks the result on the built executables, whatever the graph says.
+/// The functions are built on FoundationEssentials alone (for a fast cold start): full Foundation and its ICU data cost
+/// a cold start ~12 ms and the zip tens of MiB. The target graph keeps `Foundation` out of every module a function
+/// links; this checks the result on the built executables, whatever the graph says.
 @Suite("functions link FoundationEssentials only")
 struct LayeringTests {
     /// Every function executable (`Package.swift`'s function list, as `Functions/` holds them).

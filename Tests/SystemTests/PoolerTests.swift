@@ -7,10 +7,10 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// Issue 18: many cold functions, one database, behind PgBouncer in transaction-pooling mode (Debian's package,
-/// started by `scripts/pgbouncer.sh` on a free port). The executable suites also run a second time through a pooler
-/// (`scripts/test.sh`); these tests are about what only a pooler shows: a burst far past `max_connections`, session
-/// state that must not travel from one client to the next, and how the pooler's own refusals are answered.
+/// Transaction pooling: many cold functions, one database, behind PgBouncer in transaction-pooling mode (Debian's
+/// package, started by `scripts/pgbouncer.sh` on a free port). The executable suites also run a second time through a
+/// pooler (`scripts/test.sh`); these tests are about what only a pooler shows: a burst far past `max_connections`,
+/// session state that must not travel from one client to the next, and how the pooler's own refusals are answered.
 ///
 /// `make test` installs `pgbouncer` and sets `TEST_REQUIRE_PGBOUNCER`; a bare `swift test` without it skips them.
 @Suite(

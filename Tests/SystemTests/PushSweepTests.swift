@@ -5,8 +5,8 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// `push-sweep` (issue 14): concurrent sweeps, back-off, expiry, stale devices, retention, the Lambda deadline —
-/// each test in a database of its own, through the built executables and the FCM emulator.
+/// `push-sweep` (docs/behaviour.md#sweep): concurrent sweeps, back-off, expiry, stale devices, retention, the Lambda
+/// deadline — each test in a database of its own, through the built executables and the FCM emulator.
 @Suite("push-sweep")
 struct PushSweepTests {
     typealias Home = DurablePushTests.Home

@@ -2,7 +2,7 @@ import Codecs
 import CaregiverPush
 import Testing
 
-/// CloudWatch Embedded Metric Format lines in a function's stderr, checked against EMF's rules (AWS-NOTES): an
+/// CloudWatch Embedded Metric Format lines in a function's stderr, checked against EMF's rules: an
 /// `_aws` object with a millisecond `Timestamp` and one `CloudWatchMetrics` directive naming the namespace, the
 /// `function` dimension and each metric, every one of which is a member at the root.
 package enum EMF {

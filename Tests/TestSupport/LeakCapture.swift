@@ -3,7 +3,7 @@ import Synchronization
 
 /// Everything the functions and the runner said during the test run — response bodies, stdout, stderr — appended
 /// to `$LEAK_CAPTURE_DIR/<pid>.log` when `make test` sets that variable. `scripts/leak-scan.py` then looks through
-/// all of it for tokens, keys and medication names (issue 7's whole-run leak check): a test that forgets to check
+/// all of it for tokens, keys and medication names (the whole-run leak check): a test that forgets to check
 /// one output is still covered.
 package enum LeakCapture {
     private static let file: Mutex<FileHandle?> = {

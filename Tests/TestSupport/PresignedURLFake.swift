@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// The pre-signed S3 URL a CloudFormation custom resource answers to, on 127.0.0.1: a small Python HTTP server
-/// that answers as S3 does for a pre-signed `PUT` (AWS-NOTES, "CloudFormation custom resource").
+/// that answers as S3 does for a pre-signed `PUT`.
 ///
 /// - `PUT` with the signature's query and no or an empty `Content-Type` → `200` with an `ETag`, empty body.
 /// - a `Content-Type` with a value → `403` `SignatureDoesNotMatch` (the URL was signed without one);

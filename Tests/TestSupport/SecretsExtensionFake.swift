@@ -2,8 +2,8 @@ import Codecs
 import Foundation
 import Testing
 
-/// The AWS Parameters and Secrets Lambda Extension on 127.0.0.1, answering as the extension does (AWS-NOTES,
-/// "Secrets at run time"): a small Python HTTP server in front of a JSON file that plays Secrets Manager.
+/// The AWS Parameters and Secrets Lambda Extension on 127.0.0.1, answering as the extension does
+/// (docs/deploy.md, "Secrets"): a small Python HTTP server in front of a JSON file that plays Secrets Manager.
 ///
 /// - `GET /secretsmanager/get?secretId=<id>` with `X-Aws-Parameters-Secrets-Token: <session token>` → `200` with the
 ///   `GetSecretValue` document (`ARN`, `Name`, `VersionId`, `SecretString`, `VersionStages`, `CreatedDate`).

@@ -40,7 +40,7 @@ package enum TestDatabase {
     }
 }
 
-/// Rows the tests create directly (SPEC §12: patients and medications have no API).
+/// Rows the tests create directly (patients and medications have no API: docs/behaviour.md#data-model).
 package enum Seed {
     /// A device registered through the real registration code.
     package static func registerDevice(

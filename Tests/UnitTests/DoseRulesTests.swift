@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// SPEC §7 at every boundary.
+/// The dose rules (docs/behaviour.md#dose-rules) at every boundary.
 @Suite("dose rules: Tokyo date, slot, within time")
 struct DoseRulesTests {
     static func instant(_ text: String) -> Date { Timestamp.parseRFC3339(text)! }

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Classification of `messages:send` answers, fed Google's exact JSON shapes (FCM-NOTES "Errors").
+/// Classification of `messages:send` answers, fed Google's exact JSON shapes (docs/behaviour.md#outcomes).
 @Suite("FCM answer classification")
 struct FCMSendOutcomeTests {
     static func response(_ status: Int, _ body: String, headers: [String: String] = [:]) -> CurlResponse {

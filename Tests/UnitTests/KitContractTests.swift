@@ -25,7 +25,7 @@ struct KitContractTests {
                 == CaregiverPushDeepLinkTarget(patientID: event.patientID, dateKey: "2026-02-11", slot: slot))
     }
 
-    @Test("the message's bytes are SPEC §9.4's: the shared keys did not change the wire")
+    @Test("the message's bytes are those of docs/behaviour.md#payload: the shared keys did not change the wire")
     func wireBytesUnchanged() throws {
         let patient = try #require(UUID(uuidString: "0f8fad5b-d9cb-469f-a165-70867728950e"))
         let event = DoseTakenEvent(

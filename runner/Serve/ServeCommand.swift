@@ -9,7 +9,7 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
-/// `runner serve`: the local function host (SPEC §10).
+/// `runner serve`: the local function host (docs/behaviour.md#gateway).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
