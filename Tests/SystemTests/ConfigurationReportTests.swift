@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A configuration value the function refuses (out of range, malformed) falls back to its default; the built
 /// function says so once at start, so that a mistyped setting is seen (docs/behaviour.md#configuration).
@@ -8,7 +9,7 @@ struct ConfigurationReportTests {
     /// The "configuration value refused" lines of one `push-register` run (an event without a token) with `overrides`
     /// over a valid environment.
     static func refusals(_ overrides: [String: String?]) throws -> [String] {
-        let run = try ExecutableTests.run(
+        let run = try Executables.run(
             "push-register", input: Data("{}".utf8), environment: testEnvironment(overrides))
         #expect(run.response?.statusCode == 401)  // no bearer token: the event itself does not matter here
         return run.stderr.split(separator: "\n").map(String.init).filter { $0.contains("configuration value refused") }

@@ -1,14 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The repository's own documents hold together: the code cites `docs/behaviour.md` (never a document the repository
 /// does not contain), every cited anchor exists, every relative link in the README and `docs/` leads somewhere, and
 /// the README stays an index. Reads files only: no database, no process.
 @Suite("docs")
 struct DocsTests {
-    /// The repository root: this file is `Tests/<target>/DocsTests.swift`.
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let root = Repository.root
 
     /// Folders never read: build output, local data and state, and notes kept outside the project.
     static let skippedFolders: Set<String> = [
