@@ -135,4 +135,5 @@ if [ "$failures" -ne 0 ]; then
     cat "$log" >&2
     exit 1
 fi
+if [ -n "${DEV_CHECK_VERBOSE:-}" ]; then cat "$log" >&2; fi
 echo "dev-check $mode: all $count printed commands worked, the console answered, $home kept its mode $home_mode_before"
