@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The newcomer's check (issue 30): a fresh clone of this checkout's HEAD in a home directory closed to others,
+# The newcomer's check (issue 30): a fresh clone of this checkout (its tracked files as they are now) in a home directory closed to others,
 # `make dev` there, and every line the banner prints must work. Uses the runner and functions this checkout built
 # (DEV_BIN_DIR), so that it checks paths, users and permissions rather than rebuilding everything.
 #
@@ -76,8 +76,12 @@ cp "$bin"/{runner,push-register,push-unregister,dose-record,slot-bulk-record,prn
 chmod -R a+rX "$work/bin"
 git -c safe.directory="$repo" clone -q --no-hardlinks "$repo" "$work/clone.git-src"
 chmod -R a+rX "$work/clone.git-src"
-"${as_user[@]}" git -c safe.directory='*' clone -q "$work/clone.git-src" "$clone"
-# What the clone does not have: the working tree's uncommitted files (the check is of HEAD).
+if [ "$mode" = user ]; then chown -R "$user" "$work/clone.git-src"; fi
+"${as_user[@]}" git clone -q "$work/clone.git-src" "$clone"
+# The working tree's tracked files as they are: its uncommitted changes applied (new files not yet added are not).
+git diff --binary HEAD >"$work/uncommitted.diff"
+chmod a+r "$work/uncommitted.diff"
+if [ -s "$work/uncommitted.diff" ]; then "${as_user[@]}" git -C "$clone" apply "$work/uncommitted.diff"; fi
 
 log=$work/dev.log
 : >"$log"
