@@ -86,6 +86,16 @@ run_tests() {
         return
     fi
     scripts/contract.sh "$FUNCTIONS_BIN_DIR"
+    # Whole runs: a newcomer's `make dev` in a fresh clone in a closed home — as root under /root and as a
+    # throwaway user under theirs; as another user, under their own home — and every line it prints (issue 30).
+    if [ "$#" -eq 0 ]; then
+        if [ "$(id -u)" -eq 0 ]; then
+            scripts/dev-check.sh root
+            scripts/dev-check.sh user
+        else
+            scripts/dev-check.sh self
+        fi
+    fi
     scripts/release-check.sh
     # Whole runs: the container image from the zips just built (and a release runner), started from its own root
     # file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
