@@ -22,6 +22,7 @@ scripts/install-deps.sh
 swift build
 bin=$(swift build --show-bin-path)
 work=$(mktemp -d /tmp/caregiver-push-bench-dev.XXXXXX)
+chmod 755 "$work"  # as root, PostgreSQL runs as postgres, which must reach $work/.data
 for name in scripts infra Tests Functions Shared Client Package.swift; do ln -s "$repo/$name" "$work/$name"; done
 cp "$endpoint" "$work/endpoint.orig"
 cp "$shared" "$work/shared.orig"
