@@ -31,6 +31,10 @@ command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 # The Lambda builds link libstdc++ statically (scripts/release.sh).
 [ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
 
+# The dev console's browser test (DevConsoleTests): headless Chromium, and a Japanese font for its screenshot.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+[ -f /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf ] || missing+=(fonts-ipafont-gothic)
+
 # `make bench` only: the start-up section's profile (scripts/bench-startup-profile.sh) counts system calls with
 # strace and instructions with valgrind's callgrind.
 if [ "${1:-}" = "--bench-peer" ]; then

@@ -27,6 +27,8 @@ struct GatewayServer: Sendable {
         var debugHeaders = false
         var limits = HTTPLimits()
         var schedules = Scheduler.Setting.table
+        /// Routes of the public port's router beside the functions' (`runner dev`'s console); none for `serve`.
+        var additionalRoutes: (@Sendable (Router<GatewayContext>) -> Void)?
     }
 
     let gateway: Gateway
@@ -77,6 +79,7 @@ struct GatewayServer: Sendable {
         // The public port: the function routes (through the middleware) and, when asked for, the emulator's.
         let router = Router(context: GatewayContext.self)
         router.add(middleware: GatewayMiddleware(gateway: gateway))
+        options.additionalRoutes?(router)
         let runtimeRouter = Router(context: GatewayContext.self)
         RuntimeAPIRoutes.add(to: runtimeRouter, workers: workers)
         var emulator: (FCMEmulator, ServiceAccountKey)?
