@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test soak bench bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz
+.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-dev bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -11,16 +11,40 @@ DEV_POOLER_PORT ?= 26432
 test:
 	scripts/test.sh
 
+## One kind of test at a time (docs/development.md#tests): test-unit needs no database and runs in seconds after the
+## build; the others start the throwaway PostgreSQL. test-system and test-load hold fixed ports: one run at a time.
+test-unit:
+	scripts/test.sh --unit
+
+test-db:
+	scripts/test.sh --filter '^DatabaseTests\.'
+
+test-gateway:
+	scripts/test.sh --filter '^GatewayTests\.'
+
+test-system:
+	scripts/test.sh --filter '^SystemTests\.'
+
+test-load:
+	scripts/test.sh --filter '^LoadTests\.'
+
 ## make soak: the load and fault suite for LOAD_SECONDS (default 300) each, then wrk on the warm runner.
 soak:
 	scripts/soak.sh
 
 ## make bench: release build, throwaway PostgreSQL, benchmarks written to docs/benchmarks.md. The functions measured
 ## are the zips `make release` makes (scripts/release.sh runs first), against C floors built from Tests/Benchmarks/c.
+## Then the edit loop of runner dev (scripts/bench-dev.sh → docs/benchmarks-dev.md).
 bench:
 	scripts/bench.sh
+	scripts/bench-dev.sh
 
-## make bench-startup: only the start-up section (issue 15: the shipped functions against the C floors, with its
+## make bench-dev: only the edit loop's section (runner dev: save → first response with the new code), written to
+## docs/benchmarks-dev.md.
+bench-dev: deps
+	scripts/bench-dev.sh
+
+## make bench-startup: only the start-up section (the shipped functions against the C floors, with its
 ## profile) and the push_devices-size section, written to bench-out/startup.md; docs/benchmarks.md is left alone.
 bench-startup:
 	mkdir -p bench-out
@@ -52,12 +76,14 @@ image: deps
 image-check: deps build
 	scripts/with-db.sh $${TEST_PG_PORT:-25433} scripts/image-check.sh
 
-## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/, migrations, demo data,
-## the runner with the FCM emulator on :3000 (DEV_HTTP_PORT), and ready-to-paste curl lines. Ctrl-C stops it (the
+## make dev: install what is missing, build, then `runner dev`: PostgreSQL under .data/ (as root with a checkout the
+## postgres user cannot reach, such as one under /root: under /var/lib/caregiver-push/, linked from .data/), migrations, demo data,
+## the runner with the FCM emulator on :3000 (DEV_HTTP_PORT), the console at http://127.0.0.1:3000/_dev, and ready-to-paste curl lines. Ctrl-C stops it (the
 ## database keeps running; `make db-stop` stops it). `make dev POOLER=1`: the functions reach the database through
 ## PgBouncer in transaction mode on :$(DEV_POOLER_PORT), as in production (`runner dev --pooler`).
-dev: deps build
-	"$$(swift build --show-bin-path)/runner" dev --port $(DEV_HTTP_PORT) --database-port $(DEV_PG_PORT) \
+## DEV_BIN_DIR=DIR: use the runner and functions already built in DIR instead of building (scripts/dev-check.sh).
+dev: deps $(if $(DEV_BIN_DIR),,build)
+	"$(if $(DEV_BIN_DIR),$(DEV_BIN_DIR),$$(swift build --show-bin-path))/runner" dev --port $(DEV_HTTP_PORT) --database-port $(DEV_PG_PORT) \
 		$(if $(POOLER),--pooler --pooler-port $(DEV_POOLER_PORT))
 
 deps:
@@ -85,4 +111,6 @@ lint:
 clean:
 	-scripts/pgbouncer.sh stop .data/pgbouncer
 	-scripts/pg.sh stop $(DEV_PG_DIR)
+	@# As root with a checkout postgres cannot reach, .data/postgres and .data/pgbouncer link to the cluster's home.
+	for link in $(DEV_PG_DIR) .data/pgbouncer; do if [ -L "$$link" ]; then rm -rf "$$(readlink -f "$$link")"; fi; done
 	rm -rf .build .data

@@ -48,7 +48,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         // The FCM emulator's TLS + HTTP/2 mode (ALPN h2), as fcm.googleapis.com serves: runner and tests only.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         // The runner's child processes (Shared/Host: FunctionProcess, ChildProcess's async run).
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
@@ -95,7 +94,7 @@ let package = Package(
         .target(
             name: "ProcessSupervision",
             dependencies: [
-                "CProcessLimits", "Codecs", logging, .product(name: "Subprocess", package: "swift-subprocess"),
+                "CProcessLimits", .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             path: "Shared/ProcessSupervision",
             swiftSettings: strict
@@ -103,13 +102,14 @@ let package = Package(
         .target(
             name: "FCMEmulator",
             dependencies: [
-                "Codecs", "OpenSSLCrypto", "JOSE", "CaregiverPush", "ProcessSupervision",
+                "Codecs", "OpenSSLCrypto", "JOSE", "CaregiverPush",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "runner/FCMEmulator",
@@ -160,6 +160,7 @@ let package = Package(
                 "ProcessSupervision", "FunctionGateway", "GatewayCommands", "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -181,18 +182,71 @@ let package = Package(
             exclude: ["peer", "c"],
             swiftSettings: strict
         ),
-        .testTarget(
-            name: "CaregiverPushTests",
+        // Test support shared by the test targets below: the throwaway database, seeds, the built executables, the
+        // FCM/JWKS/secrets fakes, the leak capture. A plain target so the test targets can share it; only they use it.
+        .target(
+            name: "TestSupport",
             dependencies: [
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "ProcessSupervision", "CProcessLimits",
+                "ProcessSupervision", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
+        // Tests by kind (docs/development.md#tests says which to run for what). All of them share one test bundle
+        // on Linux; `swift test --filter '^UnitTests\.'` runs one kind.
+        // No database, no process: JSON, validation, JOSE, dose rules, configuration, the kit's contract, fuzz
+        // regressions. Runs in seconds.
+        .testTarget(
+            name: "UnitTests",
+            dependencies: [
+                "Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "ProcessSupervision",
+                "TestSupport",
                 // The gateway's event builder, read back by the functions' own strict parser (GatewayEventTests).
                 "FunctionGateway", .product(name: "HTTPTypes", package: "swift-http-types"),
                 // The kit's router and catalog, read against the server's message builder (KitContractTests).
                 .product(name: "CaregiverPushClient", package: "caregiver-push-client"),
+                .product(name: "PushPayloadContract", package: "caregiver-push-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Tests/CaregiverPushTests",
+            path: "Tests/UnitTests",
+            swiftSettings: strict
+        ),
+        // The handlers and Libpq in-process against the test command's PostgreSQL.
+        .testTarget(
+            name: "DatabaseTests",
+            dependencies: [
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/DatabaseTests",
+            swiftSettings: strict
+        ),
+        // The gateway (`runner serve`) as a process in front of script functions or the real ones.
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: ["Codecs", "Curl", "OpenSSLCrypto", "CaregiverPush", "ProcessSupervision", "TestSupport"],
+            path: "Tests/GatewayTests",
+            swiftSettings: strict
+        ),
+        // The built executables through stdin/stdout and the Runtime API; the dev stack; the link layering.
+        .testTarget(
+            name: "SystemTests",
+            dependencies: [
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush",
+                "ProcessSupervision", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/SystemTests",
+            swiftSettings: strict
+        ),
+        // Load and faults against the runner and PostgreSQL (fixed ports: one at a time on a machine).
+        .testTarget(
+            name: "LoadTests",
+            dependencies: [
+                "Codecs", "Libpq", "OpenSSLCrypto", "CaregiverPush", "Migrations", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/LoadTests",
             swiftSettings: strict
         ),
     ]

@@ -63,55 +63,115 @@ struct DevCommand: AsyncParsableCommand {
     static let demoDevice = "demo-device-token-caregiver-phone"
 
     func run() async {
-        await reportingErrors { try await start() }
+        do {
+            try await start()
+        } catch let error as DevStepError {
+            DevStepError.exit(error)
+        } catch {
+            Self.exit(withError: error)
+        }
     }
 
     private func start() async throws {
-        JSONLogHandler.bootstrap()
+        // The runner's log, with the console's journal listening (its invocations table).
+        let journal = InvocationJournal()
+        journal.bootstrapLogging()
         var logger = Logger(label: "runner")
         logger[metadataKey: "function"] = "runner"
-        guard let serveMode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
-        let schedules = try schedules.setting()
-        try checkPrerequisites()
-        let table = try infra.functionTable()
-        try infra.checkBuilt(table, in: infra.binaryDirectory(), schedules: schedules)
+        guard let serveMode = Gateway.Mode(rawValue: mode) else {
+            throw DevStepError(step: "reading the options", error: "--mode must be cold or warm", remedy: "--mode cold")
+        }
+        let schedules = try await DevStepError.step("reading the options", remedy: "see `runner dev --help`") {
+            try self.schedules.setting()
+        }
+        let binaryDirectory = infra.binaryDirectory()
+        try await DevStepError.step(
+            "checking the checkout and the packages", remedy: "`make dev` in the checkout installs and builds them"
+        ) { try checkPrerequisites() }
+        let table = try await DevStepError.step(
+            "reading the function table", remedy: "run from a checkout (or pass --functions infra/functions.json)"
+        ) { try infra.functionTable() }
+        try await DevStepError.step("finding the built functions", remedy: "`swift build` (make dev builds)") {
+            try infra.checkBuilt(table, in: binaryDirectory, schedules: schedules)
+        }
         // Before the database is touched: a second `make dev` must not reset the running stack's demo data.
         if port != 0, LoopbackPort.isInUse(port) == true {
-            throw ValidationError(
-                """
-                port \(port) on 127.0.0.1 is in use (another `make dev` or `runner dev`?). Nothing was started and \
-                the demo data were not touched. Stop the other one (Ctrl-C in its terminal), or pick another port: \
-                `make dev DEV_HTTP_PORT=3001` (runner dev --port 3001).
-                """)
+            throw DevStepError(
+                step: "taking the HTTP port",
+                error: """
+                    port \(port) on 127.0.0.1 is in use (another `make dev` or `runner dev`?). Nothing was started \
+                    and the demo data were not touched
+                    """,
+                remedy: """
+                    stop the other one (Ctrl-C in its terminal), or pick another port: `make dev DEV_HTTP_PORT=3001` \
+                    (runner dev --port 3001).
+                    """)
         }
         let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
-        try await runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)])
+        try await DevStepError.step(
+            "starting PostgreSQL (scripts/pg.sh start .data/postgres \(databasePort))",
+            remedy: """
+                read pg.sh's lines above. Another server on port \(databasePort)? `make dev DEV_PG_PORT=25442`. A \
+                broken cluster? `make db-stop`, then remove .data/postgres (and what it links to) and start again.
+                """
+        ) { try await runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)]) }
+        let dataDirectory = Self.realPath(".data/postgres")
         // What the functions get: the database, or PgBouncer in front of it (a running one is kept as it is).
         let poolerURL = pooler ? "postgresql://postgres@127.0.0.1:\(poolerPort)/caregiver_push" : nil
         if pooler {
-            try await runScript(
-                "scripts/pgbouncer.sh",
-                ["start", ".data/pgbouncer", String(poolerPort), String(databasePort), String(poolSize)])
+            try await DevStepError.step(
+                "starting PgBouncer (scripts/pgbouncer.sh start .data/pgbouncer \(poolerPort))",
+                remedy:
+                    "read pgbouncer.sh's lines above; another pooler port: `make dev POOLER=1 DEV_POOLER_PORT=26433`"
+            ) {
+                try await runScript(
+                    "scripts/pgbouncer.sh",
+                    ["start", ".data/pgbouncer", String(poolerPort), String(databasePort), String(poolSize)])
+            }
         }
         let functionsURL = poolerURL ?? databaseURL
-        let secret = try devSecret()
+        let secret = try await DevStepError.step(
+            "reading the dev JWT secret (.data/dev-jwt-secret)",
+            remedy: "remove .data/dev-jwt-secret (a new one is made; tokens signed with the old one stop working)"
+        ) { try devSecret() }
         setenv("DATABASE_URL", functionsURL, 1)
         setenv("SUPABASE_JWT_SECRET", secret, 1)
         setenv("PUSH_ENVIRONMENT", "DEV", 1)
         // Like a current Supabase project: an ES256 key, its JWKS served by the emulator, fetched by the functions.
-        let signingKey = try DevSigningKey(create: true)
-        await SupabaseJWKSState.shared.serve(try signingKey.jwksDocument())
-        let demo = try seed(databaseURL: databaseURL, signingKey: signingKey, secret: secret, logger: logger)
-        let runnerPath = Self.displayPath(of: infra.binaryDirectory().appendingPathComponent("runner"))
+        let signingKey = try await DevStepError.step(
+            "reading the dev signing key (.data/)", remedy: "remove the dev signing key's file under .data/"
+        ) {
+            let key = try DevSigningKey(create: true)
+            await SupabaseJWKSState.shared.serve(try key.jwksDocument())
+            return key
+        }
+        let demo = try await DevStepError.step(
+            "migrating and seeding the demo household", remedy: "read the error above; `make db-stop` and start again"
+        ) { try seed(databaseURL: databaseURL, signingKey: signingKey, secret: secret, logger: logger) }
+        let runnerPath = Self.displayPath(of: binaryDirectory.appendingPathComponent("runner"))
+        let console = DevConsole(
+            journal: journal, databaseURL: databaseURL,
+            demo: .init(
+                patientID: Self.demoPatient.uuidString.lowercased(), caregiverToken: demo.caregiverToken,
+                patientToken: demo.patientToken,
+                medications: Dictionary(
+                    uniqueKeysWithValues: demo.medications.map { ($0.key.rawValue, $0.value.uuidString.lowercased()) }),
+                prn: demo.prn.uuidString.lowercased(), today: demo.today))
         // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
         let options = GatewayServer.Options(
-            host: "127.0.0.1", port: port, mode: serveMode, debugHeaders: true, schedules: schedules)
-        let server = try await GatewayServer.make(
-            table: table, binDirectory: infra.binaryDirectory(), options: options,
-            extensions: [try EmulatorExtension(demoJWKS: true)], logger: logger)
+            host: "127.0.0.1", port: port, mode: serveMode, debugHeaders: true, schedules: schedules,
+            additionalRoutes: { console.addRoutes(to: $0) })
+        let server = try await DevStepError.step(
+            "starting the runner", remedy: "read the error above (the FCM emulator's TLS files need `openssl`)"
+        ) {
+            let emulator = try EmulatorExtension(demoJWKS: true)
+            console.attach(emulator: emulator.emulator.state)
+            return try await GatewayServer.make(
+                table: table, binDirectory: binaryDirectory, options: options, extensions: [emulator], logger: logger)
+        }
         let watcher = SourceWatcher(
-            directories: ["Functions", "Shared"], functions: table.functions.filter { $0.deploy == nil }.map(\.name),
-            logger: logger
+            directories: SourceWatcher.watched, logger: logger,
+            recentlyInvoked: { journal.recent().map(\.function) }
         ) {
             await server.reloadFunctions()
         }
@@ -122,7 +182,7 @@ struct DevCommand: AsyncParsableCommand {
                 Data(
                     Self.banner(
                         port: boundPort, databaseURL: databaseURL, poolerURL: poolerURL, poolSize: poolSize,
-                        demo: demo, runnerPath: runnerPath
+                        demo: demo, runnerPath: runnerPath, dataDirectory: dataDirectory
                     ).utf8))
         }
     }
@@ -134,11 +194,18 @@ struct DevCommand: AsyncParsableCommand {
         return path.hasPrefix(here) ? String(path.dropFirst(here.count)) : path
     }
 
+    /// Where `path` really is (`.data/postgres` may link to a directory the `postgres` user can reach).
+    static func realPath(_ path: String) -> String {
+        let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        return resolved == URL(fileURLWithPath: path).standardizedFileURL.path ? path : resolved
+    }
+
     /// Says what is missing instead of installing it (make dev installs).
     private func checkPrerequisites() throws {
-        guard FileManager.default.fileExists(atPath: "scripts/pg.sh"),
-            FileManager.default.fileExists(atPath: "infra/migrations")
-        else { throw ValidationError("run `runner dev` from the repository root (or use `make dev`)") }
+        guard DevRepository.enter() else {
+            throw ValidationError(
+                "neither the working directory nor the runner's own checkout holds scripts/pg.sh and infra/migrations")
+        }
         let hasPostgres =
             (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.isEmpty == false
         guard hasPostgres else {
@@ -153,7 +220,7 @@ struct DevCommand: AsyncParsableCommand {
         let result = try await ChildProcess.run(
             executable: URL(fileURLWithPath: path), arguments: arguments, input: Data(), forwardStandardError: true)
         guard result.exitStatus == 0 else {
-            throw ValidationError("\(path) \(arguments.joined(separator: " ")) failed")
+            throw ValidationError("\(path) \(arguments.joined(separator: " ")) exited with status \(result.exitStatus)")
         }
     }
 
@@ -230,7 +297,7 @@ struct DevCommand: AsyncParsableCommand {
 
     static func banner(
         port: Int, databaseURL: String, poolerURL: String?, poolSize: Int, demo: Demo,
-        runnerPath: String = ".build/debug/runner"
+        runnerPath: String = ".build/debug/runner", dataDirectory: String = ".data/postgres"
     ) -> String {
         let base = "http://127.0.0.1:\(port)"
         // The body, then the status code on a line of its own.
@@ -247,9 +314,10 @@ struct DevCommand: AsyncParsableCommand {
         return """
 
             caregiver-push dev stack on \(base) — functions cold or warm behind the runner, FCM emulator included.
-            Database: \(databaseURL) (data in .data/postgres)\(pooled)
+            Database: \(databaseURL) (data in \(dataDirectory == ".data/postgres" ? dataDirectory : "\(dataDirectory), linked from .data/postgres: the postgres user cannot reach this checkout"))\(pooled)
+            Console: \(base)\(DevConsole.path) (invocations, what the phone shows, deliveries, devices; live)
             Demo: patient 山田花子 \(demoPatient.uuidString.lowercased()), caregiver \(demoCaregiver.uuidString.lowercased())
-                  with phone \(demoDevice) registered for DEV. Edits under Functions/ or Shared/ rebuild the functions.
+                  with phone \(demoDevice) registered for DEV. Edits under Functions/, Shared/ or Client/ rebuild the functions.
             Reset on this start: the demo patient's dose records, the demo phone's deliveries and the patient token
             (earlier patient tokens no longer work). The JWT secret is kept in .data/dev-jwt-secret.
 

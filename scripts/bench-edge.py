@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The edge's numbers (issue 26), against a running `runner serve`:
+"""The edge's numbers under abuse, against a running `runner serve`:
 
   memory   50 concurrent 1 MiB bodies of 0x01 to /api/dose-records (Content-Length and chunked): the runner's RSS
            before, its peak (VmHWM) and after, from /proc.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26's edge numbers on the debug build (`swift build` first): the runner's RSS under 50 concurrent 1 MiB
+# The edge's numbers under abuse, on the debug build (`swift build` first): the runner's RSS under 50 concurrent 1 MiB
 # bodies, and the garbage-token throughput of one warm worker with the database connections it holds.
 #
 #   scripts/bench-edge.sh [PG_PORT]      (default 25443)

@@ -8,7 +8,7 @@
 # start-up section (Tests/Benchmarks/c) are built here with cc -O2 into .build/bench-c/.
 #
 #   BENCH_ONLY=pooler BENCH_OUTPUT=/tmp/pooler.md scripts/bench.sh    only the pooler section, elsewhere
-#   BENCH_ONLY=startup BENCH_OUTPUT=/tmp/startup.md scripts/bench.sh  only the start-up section (issue 15) and the
+#   BENCH_ONLY=startup BENCH_OUTPUT=/tmp/startup.md scripts/bench.sh  only the start-up section and the
 #                                                                     device table, elsewhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,7 +94,7 @@ if [ "${1:-}" = "--inside" ]; then
     # The pgbench floor, from the PostgreSQL install.
     BENCH_PGBENCH=$(ls -d /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | sort -V | tail -n 1 || true)
     export BENCH_PGBENCH
-    # The pooler section (issue 18): PgBouncer in transaction mode in front of the throwaway cluster, on a free port.
+    # The pooler section: PgBouncer in transaction mode in front of the throwaway cluster, on a free port.
     pooler_dir=$(mktemp -d /tmp/caregiver-push-bench-pgbouncer.XXXXXX)
     chmod 755 "$pooler_dir"
     trap 'scripts/pgbouncer.sh stop "$pooler_dir/bouncer"; rm -rf "$pooler_dir"' EXIT

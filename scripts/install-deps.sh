@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what building and testing need, when it is missing: the C libraries' -dev packages (SPEC §1) and a
+# Installs what building and testing need, when it is missing: the C libraries' -dev packages and a
 # PostgreSQL server for the throwaway test/dev clusters. Safe to run again; installs nothing when all is there.
 set -euo pipefail
 
@@ -14,7 +14,7 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)  # the runner tests' shell-sc
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 # Its system-store probe (and any real HTTPS peer) needs Debian's bundle at /etc/ssl/certs/ca-certificates.crt.
 [ -r /etc/ssl/certs/ca-certificates.crt ] || missing+=(ca-certificates)
-# Transaction pooling (issue 18): the pooled test pass, the pooler tests and benchmarks, `runner dev --pooler`.
+# Transaction pooling: the pooled test pass, the pooler tests and benchmarks, `runner dev --pooler`.
 [ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 # The contract checks' tools (make test) and the bench's fan-out peer (make bench) live in venvs under .build/;
 # Debian's python3 lacks ensurepip without python3-venv.
@@ -30,6 +30,10 @@ command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 # The Lambda builds link libstdc++ statically (scripts/release.sh).
 [ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
+
+# The dev console's browser test (DevConsoleTests): headless Chromium, and a Japanese font for its screenshot.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+[ -f /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf ] || missing+=(fonts-ipafont-gothic)
 
 # `make bench` only: the start-up section's profile (scripts/bench-startup-profile.sh) counts system calls with
 # strace and instructions with valgrind's callgrind.

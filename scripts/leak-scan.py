@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whole-run leak check (issue 7): nothing the functions or the runner said during `make test` — response bodies,
+"""Whole-run leak check: nothing the functions or the runner said during `make test` — response bodies,
 stdout, stderr log lines, the contract run's responses — holds a secret or health data.
 
     scripts/leak-scan.py CAPTURE_DIR
@@ -57,7 +57,7 @@ def database_values():
 
 
 def test_secret():
-    source = pathlib.Path(__file__).resolve().parent.parent / "Tests/CaregiverPushTests/Support/TestInvocation.swift"
+    source = pathlib.Path(__file__).resolve().parent.parent / "Tests/TestSupport/TestInvocation.swift"
     match = re.search(r'let testJWTSecret = "([^"]+)"', source.read_text())
     return [("HS256 secret", match.group(1))] if match else []
 

@@ -5,6 +5,11 @@
 #   scripts/pg.sh start DIR PORT   initialise DIR if needed, start the server on 127.0.0.1:PORT, create the database
 #   scripts/pg.sh stop DIR         stop it (fast shutdown)
 #   scripts/pg.sh url PORT         print the DATABASE_URL for it
+#   scripts/pg.sh where DIR        print where DIR's cluster really lives (see below)
+#
+# As root, the cluster belongs to `postgres`, which must be able to reach DIR. When it cannot (a checkout in a 0700
+# home such as /root), the cluster lives in /var/lib/caregiver-push/<checkout name>-<hash of DIR's path>/ instead and
+# DIR becomes a symbolic link to it; nothing loosens the permissions of the home.
 #
 # With PG_SSL_DIR (holding server.crt and server.key, readable by the cluster's owner) the server speaks TLS with
 # that certificate and accepts TCP connections over TLS only (hostssl): the TLS database test's server.
@@ -20,17 +25,21 @@ bindir() {
     fi
 }
 
-# without_inherited_fds and as_owner
+# without_inherited_fds, as_owner, owner_reachable_dir
 . "$(dirname "$0")/daemon-lib.sh"
 
-cmd=${1:?usage: pg.sh start DIR PORT | stop DIR | url PORT}
+cmd=${1:?usage: pg.sh start DIR PORT | stop DIR | url PORT | where DIR}
 case "$cmd" in
 start)
     dir=${2:?data directory}
     port=${3:?port}
     bin=$(bindir)
-    mkdir -p "$dir"
-    dir=$(cd "$dir" && pwd)
+    dir=$(owner_reachable_dir "$dir")
+    if [ "$(id -u)" -eq 0 ] && ! reachable_by_postgres "$(dirname "$dir")"; then
+        echo "pg.sh: the postgres user cannot reach $dir (a directory on its way is closed to others)." >&2
+        echo "pg.sh: remove it (or its link) and start again: the cluster is then kept under /var/lib/caregiver-push/." >&2
+        exit 1
+    fi
     [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir"
     chmod 700 "$dir"
     if [ ! -f "$dir/PG_VERSION" ]; then
@@ -55,13 +64,18 @@ start)
 stop)
     dir=${2:?data directory}
     [ -f "$dir/PG_VERSION" ] || exit 0
+    dir=$(cd "$dir" && pwd -P)
     as_owner "$(bindir)/pg_ctl" -D "$dir" -m fast -w stop >/dev/null 2>&1 || true
+    ;;
+where)
+    dir=${2:?data directory}
+    if [ -e "$dir" ]; then (cd "$dir" && pwd -P); else echo "$dir"; fi
     ;;
 url)
     echo "postgresql://postgres@127.0.0.1:${2:?port}/$DB_NAME"
     ;;
 *)
-    echo "usage: pg.sh start DIR PORT | stop DIR | url PORT" >&2
+    echo "usage: pg.sh start DIR PORT | stop DIR | url PORT | where DIR" >&2
     exit 2
     ;;
 esac

@@ -50,8 +50,7 @@ start)
     max_clients=${6:-1000}
     wait_timeout=${PGBOUNCER_QUERY_WAIT_TIMEOUT:-30}
     [ -x "$BINARY" ] || { echo "pgbouncer.sh: $BINARY is missing: apt-get install pgbouncer (make test does)" >&2; exit 1; }
-    mkdir -p "$dir"
-    dir=$(cd "$dir" && pwd)
+    dir=$(owner_reachable_dir "$dir")
     if running_pid "$dir" >/dev/null; then exit 0; fi
     # Every database of the upstream server (`*`), so that a database created later (a test's own) is pooled too.
     cat >"$dir/pgbouncer.ini" <<EOF
@@ -99,6 +98,8 @@ EOF
     ;;
 stop)
     dir=${2:?directory}
+    [ -d "$dir" ] || exit 0
+    dir=$(cd "$dir" && pwd -P)
     pid=$(running_pid "$dir") || exit 0
     # The admin console's SHUTDOWN first: a daemon started from a thread that blocks signals (a test runner's
     # worker) inherits that mask and never sees SIGTERM. Then SIGTERM (PgBouncer 1.18: immediate shutdown), then

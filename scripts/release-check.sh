@@ -14,15 +14,24 @@
 #   4. db-migrate's `bootstrap`, inside that root, answers a CloudFormation Create on a local ResponseURL with
 #      SUCCESS and the newest migration of infra/migrations (found in the zip's migrations/).
 #
-# Needs root (chroot), DATABASE_URL (a migrated database on 127.0.0.1) and a debug build (the runner).
+# Steps 2-4 need root (chroot; skipped with a line saying so otherwise), DATABASE_URL (a migrated database on 127.0.0.1) and a debug build (the runner).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/release.sh
 python3 scripts/zip-check.py dist/lambda/*.zip
-scripts/minroot.sh
 root=${MINROOT_DIR:-$PWD/.build/minroot}
-[ "$(id -u)" -eq 0 ] || { echo "release check: chroot into $root needs root" >&2; exit 1; }
+# Steps 2-4 need root (debootstrap, mount, chroot). As another user (make test with the packages installed) they
+# are skipped, saying what was not checked; CI runs make test as root, where they always run.
+if [ "$(id -u)" -ne 0 ]; then
+    echo "release check: SKIPPED as $(id -un) (not root: no debootstrap, mount or chroot): not checked that each" \
+        "zip's bootstrap runs in a minimal Debian root without libpq, libcurl or OpenSSL, loads its own libcurl," \
+        "serves as a warm worker from that root, nor that db-migrate answers a Create from it. Checked: the zips" \
+        "were built and their ELF files need nothing above glibc 2.34 (zip-check.py). Run make test as root for" \
+        "the rest (CI does)." >&2
+    exit 0
+fi
+scripts/minroot.sh
 bin=$(swift build --show-bin-path)
 inside=/var/task-check.$$  # the unzipped functions, as seen from inside the root
 rm -rf "$root/var/task-check."*

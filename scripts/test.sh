@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # `make test`: installs what is missing, starts a throwaway PostgreSQL, builds every product, and runs the whole
 # suite (in-process tests and the built executables driven through stdin/stdout) against that database; then runs
-# the executable-level suites a second time through PgBouncer in transaction-pooling mode (issue 18).
+# the executable-level suites a second time through PgBouncer in transaction-pooling mode.
 #
 #   scripts/test.sh                 everything (lint, contract and descriptor checks, the release and image checks,
 #                                   both passes, the client consumer, the leak scan)
-#   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests)
+#   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests, --filter '^DatabaseTests\.')
+#   scripts/test.sh --unit [ARGS]   the UnitTests target only: no database, no process (make test-unit)
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 #   scripts/test.sh --kit [ARGS]    the app kit's package only (Client/: `swift test ARGS…` there), then the consumer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Run again with DATABASE_URL pointing at PgBouncer: register, unregister, the three recording functions with
-# their push, the sweep, runner invoke/migrate — every suite that drives the built functions.
-POOLED_SUITES='ExecutableTests|RunnerCommandTests|PushRegistrationTests|RecordingPushTests|DurablePushTests|PushSweepTests'
+# their push, the sweep — every suite that drives the built functions.
+POOLED_SUITES='ExecutableTests|PushRegistrationTests|RecordingPushTests|DurablePushTests|PushSweepTests'
 # Server connections per database: well below the clients those suites run at once (20 parallel slot requests,
 # parallel tests, kill tests' lock holders and probes), so clients queue for a server connection as in production.
 POOLED_POOL_SIZE=4
+
+# Each step's wall time, listed at the end of a whole run: where make test's time goes (issue 30).
+PHASES_FILE=${PHASES_FILE:-$(mktemp /tmp/caregiver-push-test-phases.XXXXXX)}
+export PHASES_FILE
+phase() {
+    local name=$1 start=$SECONDS
+    shift
+    "$@"
+    echo "$name $((SECONDS - start))" >>"$PHASES_FILE"
+    echo "test: $name took $((SECONDS - start)) s" >&2
+}
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -64,9 +76,12 @@ run_kit_tests() {
 run_tests() {
     # Lint first (whole runs): swift-format, from the toolchain, in strict mode over every Swift file (make lint).
     if [ "$#" -eq 0 ]; then
-        swift format lint --strict --recursive Package.swift Functions Shared Gateway runner Tests Client
+        phase lint swift format lint --strict --recursive Package.swift Functions Shared Gateway runner Tests Client
     fi
-    swift build
+    # Every target may import only what it declares: the flag fails the build on an import from outside a target's
+    # dependency closure (ManifestImportsTests checks the rest, both ways). On the build line, whose failure stops
+    # the script: `swift test` would carry on after it. The test targets are built here too, so they are checked.
+    phase build swift build --build-tests --explicit-target-dependency-import-check error
     FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
     # Everything the functions and the runner say during the run is kept here for the leak scan at the end.
     LEAK_CAPTURE_DIR=$PWD/.build/leak-capture
@@ -81,23 +96,39 @@ run_tests() {
     fi
     if [ "${1:-}" = "--pooled" ]; then
         shift
-        swift build --build-tests
         run_pooled_pass "$@"
         return
     fi
-    scripts/contract.sh "$FUNCTIONS_BIN_DIR"
-    scripts/release-check.sh
+    # Whole runs only, as the usage above says (`scripts/test.sh ARGS…` is `swift test ARGS…`): the contract checks,
+    # the newcomer's make dev, the release and image checks — a filtered run was paying a release build for them.
+    if [ "$#" -eq 0 ]; then
+        phase contract scripts/contract.sh "$FUNCTIONS_BIN_DIR"
+    fi
+    # Whole runs: a newcomer's `make dev` in a fresh clone in a closed home — as root under /root and as a
+    # throwaway user under theirs; as another user, under their own home — and every line it prints.
+    if [ "$#" -eq 0 ]; then
+        if [ "$(id -u)" -eq 0 ]; then
+            phase dev-check-root scripts/dev-check.sh root
+            phase dev-check-user scripts/dev-check.sh user
+        else
+            phase dev-check-self scripts/dev-check.sh self
+        fi
+    fi
+    if [ "$#" -eq 0 ]; then
+        phase release-check scripts/release-check.sh
+    fi
     # Whole runs: the container image from the zips just built (and a release runner), started from its own root
     # file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
     if [ "$#" -eq 0 ]; then
-        IMAGE_REUSE_ZIPS=1 scripts/image-check.sh
+        IMAGE_REUSE_ZIPS=1 phase image-check scripts/image-check.sh
     fi
-    swift test "$@"
+    # The tests are built once: both passes (and the kit's end-to-end tests' runner) use this build.
+    phase suites swift test --skip-build "$@"
     # Whole runs only: the app kit's own package and the app's view of it, then the executable suites again behind
     # PgBouncer.
     if [ "$#" -eq 0 ]; then
-        run_kit_tests
-        run_pooled_pass
+        phase kit run_kit_tests
+        phase pooled-pass run_pooled_pass
     fi
     # Only a whole run (no filter) has captured enough to judge. First the scan must catch a planted token.
     if [ "$#" -eq 0 ]; then
@@ -108,13 +139,21 @@ run_tests() {
             exit 1
         fi
         rm -rf "$planted"
-        python3 scripts/leak-scan.py "$LEAK_CAPTURE_DIR"
+        phase leak-scan python3 scripts/leak-scan.py "$LEAK_CAPTURE_DIR"
+        echo "test: where the time went (s):" $(awk '{printf "%s %s, ", $1, $2; t += $2} END {print "total", t}' "$PHASES_FILE") >&2
     fi
 }
 
-if [ "${1:-}" = "--inside" ]; then
+if [ "${1:-}" = "--unit" ]; then
+    # No database and no process: build the test bundle and run the UnitTests target alone.
+    shift
+    swift build --build-tests --explicit-target-dependency-import-check error
+    exec swift test --skip-build --filter '^UnitTests\.' "$@"
+elif [ "${1:-}" = "--inside" ]; then
     shift
     run_tests "$@"
 else
+    : >"$PHASES_FILE"
+    phase install-deps scripts/install-deps.sh
     exec scripts/with-db.sh "${TEST_PG_PORT:-25433}" scripts/test.sh --inside "$@"
 fi

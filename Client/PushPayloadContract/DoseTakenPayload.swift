@@ -1,4 +1,4 @@
-/// The `data` of the push sent after a TAKEN dose (SPEC §9.4): its keys and its `type`.
+/// The `data` of the push sent after a TAKEN dose (docs/behaviour.md#payload): its keys and its `type`.
 ///
 /// FCM requires every `data` value to be a string; on iOS each key arrives as a top-level key of the notification's
 /// `userInfo`, next to `aps`. The server's message builder writes these keys and the app's deep-link router reads
@@ -20,7 +20,7 @@ public enum DoseTakenPayload {
         /// The slot-bulk recording's UUID, lowercase, or the empty string.
         public static let recordingGroupID = "recordingGroupId"
 
-        /// Every key, in the order SPEC §9.4 lists them.
+        /// Every key, in the order docs/behaviour.md#payload lists them.
         public static let all = [type, patientID, date, slot, recordingGroupID]
     }
 }

@@ -1,4 +1,4 @@
-/// The four parts of a day a dose belongs to (SPEC §7), by Tokyo wall-clock time.
+/// The four parts of a day a dose belongs to (docs/behaviour.md#dose-slots), by Tokyo wall-clock time.
 ///
 /// The one definition both sides use: the server puts `rawValue` into the push's `data.slot`, and the app's deep-link
 /// router reads it back with `Slot(rawValue:)`. Which minutes fall into which slot is the server's rule and lives

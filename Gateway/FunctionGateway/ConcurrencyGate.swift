@@ -1,5 +1,5 @@
 /// Admits at most `limit` invocations of one function at once; others wait in a bounded queue for a bounded time,
-/// then get a 503 (SPEC §10: "queue briefly, then 503").
+/// then get a 503 (docs/behaviour.md#gateway).
 actor ConcurrencyGate {
     private let limit: Int
     private let queueLimit: Int

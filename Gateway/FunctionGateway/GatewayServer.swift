@@ -22,11 +22,14 @@ package struct GatewayServer: Sendable {
         var debugHeaders = false
         var limits = HTTPLimits()
         var schedules = Scheduler.Setting.table
+        /// Routes of the public port's router beside the functions' (`runner dev`'s console); none for `serve`.
+        var additionalRoutes: (@Sendable (Router<GatewayContext>) -> Void)?
 
         package init(
             host: String = "127.0.0.1", port: Int = 3000, mode: Gateway.Mode = .cold, warmWorkers: Int = 2,
             maxBody: Int? = nil, queueTimeout: Duration = .seconds(2), debugHeaders: Bool = false,
-            limits: HTTPLimits = HTTPLimits(), schedules: Scheduler.Setting = .table
+            limits: HTTPLimits = HTTPLimits(), schedules: Scheduler.Setting = .table,
+            additionalRoutes: (@Sendable (Router<GatewayContext>) -> Void)? = nil
         ) {
             self.host = host
             self.port = port
@@ -37,6 +40,7 @@ package struct GatewayServer: Sendable {
             self.debugHeaders = debugHeaders
             self.limits = limits
             self.schedules = schedules
+            self.additionalRoutes = additionalRoutes
         }
     }
 
@@ -81,6 +85,7 @@ package struct GatewayServer: Sendable {
         // The public port: the function routes (through the middleware) and, when asked for, the emulator's.
         let router = Router(context: GatewayContext.self)
         router.add(middleware: GatewayMiddleware(gateway: gateway))
+        options.additionalRoutes?(router)
         let runtimeRouter = Router(context: GatewayContext.self)
         RuntimeAPIRoutes.add(to: runtimeRouter, workers: workers)
         // The extensions' routes come after the function routes (the middleware answers those first).

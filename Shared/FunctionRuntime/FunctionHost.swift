@@ -8,7 +8,7 @@ import Logging
     import Darwin
 #endif
 
-/// Runs a handler as a process, the way a serverless host invokes it (SPEC §2).
+/// Runs a handler as a process, the way a serverless host invokes it (docs/behaviour.md#contract-one-shot).
 ///
 /// One-shot (default): read one event from stdin to EOF, write the response, flush and close stdout, then run the
 /// post-response work, then exit 0. A host reading stdout to EOF thus has the response before any push is sent.

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Logging
 
 /// The AWS Lambda Runtime API client: the same binary as an AWS Lambda custom runtime (`provided.al2023`) and as a
-/// warm worker of `runner serve --mode warm` (SPEC §2.2).
+/// warm worker of `runner serve --mode warm` (docs/behaviour.md#contract-runtime-api).
 ///
 /// `GET /2018-06-01/runtime/invocation/next` → handle → `POST …/invocation/{id}/response` → post-response work →
 /// metrics line → next. The post-response work is bounded by the invocation's `Lambda-Runtime-Deadline-Ms` (less a

@@ -7,7 +7,7 @@ import FoundationEssentials
 import Logging
 
 /// `db-migrate`: a CloudFormation custom resource that applies the migrations when the stack is created or updated
-/// (AWS-NOTES, "CloudFormation custom resource"; docs/deploy.md, "Migrations on deploy").
+/// (answering as CloudFormation expects: a `PUT` to the pre-signed URL; docs/deploy.md, "Migrations on deploy").
 ///
 /// The event is CloudFormation's request; the answer is a `PUT` of JSON with an empty `Content-Type` to its
 /// pre-signed `ResponseURL`. Every request that names a `ResponseURL` is answered, success or not, since a resource

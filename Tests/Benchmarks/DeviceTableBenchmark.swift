@@ -4,7 +4,7 @@ import CaregiverPush
 import Foundation
 
 /// push-register's SQL with 1k and with 1M rows in `push_devices`, and the plans of every device query: "nothing
-/// scans a table whose size grows with the number of users" (SPEC §8).
+/// scans a table whose size grows with the number of users" (docs/behaviour.md#data-model).
 struct DeviceTableBenchmark {
     struct Result {
         let rows: Int

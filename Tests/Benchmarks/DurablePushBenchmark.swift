@@ -6,7 +6,7 @@ import CaregiverPush
 import Foundation
 import Logging
 
-/// The two costs of durable push (issue 14), each as a ratio to a baseline of the same run:
+/// The two costs of durable push (the outbox and the sweep), each as a ratio to a baseline of the same run:
 /// - the outbox in the recording transaction: `dose-record`'s time to response with 1 and 10 recipient devices,
 ///   against a patient with none;
 /// - `push-sweep` throughput over due deliveries, against one recording's fan-out to as many devices.

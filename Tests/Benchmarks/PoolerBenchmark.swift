@@ -5,9 +5,9 @@ import ProcessSupervision
 import CaregiverPush
 import Foundation
 
-/// Issue 18: the functions behind PgBouncer in transaction-pooling mode against the database directly, in one run,
-/// against one PostgreSQL (whose `max_connections`, 300, is enough for the direct path). `scripts/bench.sh` starts
-/// the pooler and passes `BENCH_POOLER_URL` and its `default_pool_size`.
+/// Transaction pooling: the functions behind PgBouncer in transaction-pooling mode against the database directly, in
+/// one run, against one PostgreSQL (whose `max_connections`, 300, is enough for the direct path). `scripts/bench.sh`
+/// starts the pooler and passes `BENCH_POOLER_URL` and its `default_pool_size`.
 struct PoolerBenchmark {
     let binDirectory: URL
     let databaseURL: String

@@ -7,10 +7,10 @@ import CaregiverPush
 import Foundation
 import Logging
 
-/// Issue 15's start-up figures: the functions `make release` ships (each zip's `bootstrap`, run from the unzipped
-/// folder so that its bundled `lib/` is what loads) against C programs the bench builds from Tests/Benchmarks/c
-/// (cc -O2, linked dynamically against the system's libpq and libcurl). Every figure is a ratio of medians measured
-/// in one run, the two sides interleaved run by run, through one harness (``Spawn``).
+/// Start-up against C, for functions built without full Foundation: the functions `make release` ships (each zip's
+/// `bootstrap`, run from the unzipped folder so that its bundled `lib/` is what loads) against C programs the bench
+/// builds from Tests/Benchmarks/c (cc -O2, linked dynamically against the system's libpq and libcurl). Every figure is
+/// a ratio of medians measured in one run, the two sides interleaved run by run, through one harness (``Spawn``).
 struct StartupBenchmark {
     /// `<function>/bootstrap` (and `lib/`) for each function: the unzipped `dist/lambda/<function>.zip`.
     let lambdaDirectory: URL
@@ -432,7 +432,7 @@ struct StartupBenchmark {
     }
 }
 
-/// The markdown of the start-up section (issue 15), from `scripts/bench.sh`'s artifacts and floors:
+/// The markdown of the start-up section, from `scripts/bench.sh`'s artifacts and floors:
 /// `BENCH_LAMBDA_DIRECTORY` (the unzipped zips), `BENCH_LAMBDA_ZIPS`, `BENCH_C_DIRECTORY` and the static
 /// `BENCH_TRIVIAL_BINARY`.
 func startupSection(databaseURL: String, environment: [String: String]) throws -> String {
@@ -479,7 +479,7 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
     }
     var report = """
 
-        ## Start-up against C (issue 15)
+        ## Start-up against C
 
         Made by `make bench`; this section alone: `make bench-startup` (`BENCH_ONLY=startup
         BENCH_OUTPUT=bench-out/startup.md scripts/bench.sh`). This run started at \(started), \(ProcessInfo.processInfo

@@ -36,7 +36,7 @@ do {
         print(section)
         exit(0)
     }
-    // `BENCH_ONLY=startup`: issue 15's section and the device table (in-process and cold), nothing else.
+    // `BENCH_ONLY=startup`: the start-up section and the device table (in-process and cold), nothing else.
     if environment["BENCH_ONLY"] == "startup" {
         let section =
             try startupSection(databaseURL: databaseURL, environment: environment)
@@ -227,7 +227,7 @@ do {
         (a new service account): the emulator minted **\(mints)** access token(s) for the 20 invocations.
 
         """
-    // Issue 15: the shipped artifacts against C floors (start-up, Runtime API, peak memory, sizes, a profile), before
+    // Start-up: the shipped artifacts against C floors (start-up, Runtime API, peak memory, sizes, a profile), before
     // the device table grows push_devices to 1M rows (as `BENCH_ONLY=startup` runs it).
     report += try startupSection(databaseURL: databaseURL, environment: environment)
     let table = try DeviceTableBenchmark(databaseURL: databaseURL, registrations: 200).run()
@@ -241,7 +241,7 @@ do {
     exit(1)
 }
 
-/// Issue 18: cold push-register and a 200-invocation burst, through PgBouncer against directly.
+/// Transaction pooling: cold push-register and a 200-invocation burst, through PgBouncer against directly.
 func poolerSection(binDirectory: URL, databaseURL: String, environment: [String: String]) throws -> String {
     guard let poolerURL = environment["BENCH_POOLER_URL"] else {
         return "\n## Behind PgBouncer\n\nNot measured: BENCH_POOLER_URL is not set (scripts/bench.sh starts it).\n"

@@ -1,5 +1,5 @@
--- The whole schema of SPEC §8. Every query a request makes is served by an index named here; the comment on
--- each index says which query it serves.
+-- The whole schema (docs/behaviour.md#data-model). Every query a request makes is served by an index named here; the
+-- comment on each index says which query it serves.
 
 CREATE TABLE patients (
     id           uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -109,7 +109,7 @@ CREATE TABLE push_devices (
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
     CHECK (is_enabled = (disabled_reason IS NULL)),
-    -- The device identity of SPEC §8, unique (owner_type, owner_id, token), through the token's hash.
+    -- The device identity (docs/behaviour.md#devices), unique (owner_type, owner_id, token), through the token's hash.
     CONSTRAINT push_devices_owner_token_key UNIQUE (owner_type, owner_id, token_sha256)
 );
 -- Push recipients: enabled devices of these owners in this environment.

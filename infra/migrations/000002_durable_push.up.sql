@@ -1,8 +1,9 @@
--- Durable push (SPEC §9 as changed by round two): the push event and one PENDING delivery per recipient device are
--- written in the recording transaction (an outbox); senders lease deliveries; `push-sweep` finishes what a dead
--- sender left, expires what is too old, disables stale devices and deletes old final rows.
+-- Durable push (docs/behaviour.md#outbox, docs/behaviour.md#delivery-states): the push event and one PENDING delivery
+-- per recipient device are written in the recording transaction (an outbox); senders lease deliveries; `push-sweep`
+-- finishes what a dead sender left, expires what is too old, disables stale devices and deletes old final rows.
 
--- One row per push event, keyed by the event key of SPEC §9.2: what the message needs, decided at commit time.
+-- One row per push event, keyed by the event key (docs/behaviour.md#event-key): what the message needs, decided at
+-- commit time.
 CREATE TABLE push_events (
     event_key          text PRIMARY KEY CHECK (char_length(event_key) BETWEEN 1 AND 200),
     -- The message type (the `data.type` of the push).

@@ -1,7 +1,8 @@
--- The caregiver-token signing keys of SUPABASE_JWKS_URL (SPEC §4), fetched over HTTPS and shared by every invocation
--- the way fcm_access_tokens shares the OAuth token: one row per URL, written under a transaction-scoped advisory lock
--- by whichever invocation refreshes it. A document is kept for 10 minutes, used for up to an hour while the endpoint
--- is down, and refetched for an unknown `kid` at most once per 30 seconds (counted from `attempted_at`).
+-- The caregiver-token signing keys of SUPABASE_JWKS_URL (docs/behaviour.md#auth-jwks-url), fetched over HTTPS and
+-- shared by every invocation the way fcm_access_tokens shares the OAuth token: one row per URL, written under a
+-- transaction-scoped advisory lock by whichever invocation refreshes it. A document is kept for 10 minutes, used for up
+-- to an hour while the endpoint is down, and refetched for an unknown `kid` at most once per 30 seconds (counted from
+-- `attempted_at`).
 CREATE TABLE jwks_cache (
     url          text PRIMARY KEY CHECK (char_length(url) BETWEEN 1 AND 2048),
     -- The last JWKS document that was fetched and parsed as a key set; NULL until one was.

@@ -9,7 +9,7 @@ import Logging
 import NIOCore
 
 /// A local stand-in for Google's OAuth token endpoint and FCM HTTP v1 `messages:send`, answering exactly as
-/// FCM-NOTES.md describes, keeping what it received, and listing it over HTTP.
+/// Google does (docs/development.md, "The FCM emulator"), keeping what it received, and listing it over HTTP.
 ///
 /// - `POST /token` — verifies the service-account assertion (RS256 signature against the key's public half, `kid`,
 ///   `iss`, `scope`, `aud`, `iat`/`exp`) and issues an access token.
@@ -198,7 +198,7 @@ public struct FCMEmulator: Sendable {
                 FCMErrorScenario.fcmError(
                     403, "PERMISSION_DENIED", "Permission denied on project.", code: "SENDER_ID_MISMATCH"))
         }
-        // Exactly one target: a registration `token`, or the installation `fid` newer SDKs send (FCM-NOTES).
+        // Exactly one target: a registration `token`, or the installation `fid` newer SDKs send, never both.
         let message = (try? JSONValue.parse(bytes))?["message"]
         let targets = ["token", "fid"].compactMap { message?[$0]?.stringValue }
         guard let message, targets.count == 1, let deviceToken = targets.first, !deviceToken.isEmpty else {

@@ -1,7 +1,7 @@
 import Codecs
 
 /// How the emulator answers a device token, chosen by a marker inside the token (a real FCM token never holds one),
-/// so that tests and developers can pick each error of FCM-NOTES per device.
+/// so that tests and developers can pick each error of docs/behaviour.md#outcomes per device.
 ///
 /// | marker in the token | answer |
 /// |---|---|

@@ -4,7 +4,8 @@ import FunctionRuntime
 import FoundationEssentials
 import Logging
 
-/// Turns an `Authorization` header into a ``Principal`` (SPEC §4), or a 401 that never says which check failed.
+/// Turns an `Authorization` header into a ``Principal`` (docs/behaviour.md#auth), or a 401 that never says which check
+/// failed.
 ///
 /// One per process, kept across warm invocations (``FunctionHandler`` owns it): `SUPABASE_JWKS` is parsed once, on
 /// first use, and the `SUPABASE_JWKS_URL` set (``RemoteJWKS``) keeps its in-memory copy. The reason for a rejection

@@ -8,7 +8,8 @@ public enum Principal: Sendable, Equatable {
     /// A patient, through an unrevoked, unexpired session token.
     case patient(id: UUID, sessionID: UUID)
 
-    /// The caregiver's id, or 403 for a patient (SPEC §4: a valid patient token on a caregiver-only endpoint).
+    /// The caregiver's id, or 403 for a patient (a valid patient token on a caregiver-only endpoint:
+    /// docs/behaviour.md#access).
     public func requireCaregiver() throws(Problem) -> UUID {
         switch self {
         case .caregiver(let id): return id

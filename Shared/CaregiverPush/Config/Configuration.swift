@@ -3,7 +3,7 @@ import Curl
 import FunctionRuntime
 import FoundationEssentials
 
-/// Everything a function reads from its environment, read once at start (SPEC §3).
+/// Everything a function reads from its environment, read once at start (docs/behaviour.md#configuration).
 ///
 /// Reading never fails: a missing or malformed variable is kept as a ``ConfigurationError`` and reported when
 /// something needs it, so that a misconfigured function still answers each invocation with a 500 problem and a

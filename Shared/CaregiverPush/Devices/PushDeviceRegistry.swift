@@ -2,7 +2,8 @@ import Libpq
 import OpenSSLCrypto
 import FoundationEssentials
 
-/// The caregivers' devices in `push_devices`: registration, rotation, hand-over and soft-disable (SPEC §6).
+/// The caregivers' devices in `push_devices`: registration, rotation, hand-over and soft-disable
+/// (docs/behaviour.md#devices).
 ///
 /// Devices are never deleted: a disabled row keeps its reason, and registering the same token again re-enables it.
 public struct PushDeviceRegistry {

@@ -1,7 +1,8 @@
 import Codecs
 import FoundationEssentials
 
-/// The dose rules of SPEC §7, in one place: Tokyo dates, scheduled instants, "within time", the future bounds.
+/// The dose rules (docs/behaviour.md#dose-rules), in one place: Tokyo dates, scheduled instants, "within time", the
+/// future bounds.
 public enum DoseRules {
     /// A dose taken up to this long after its scheduled time is "within time".
     public static let withinTimeWindow: TimeInterval = 60 * 60

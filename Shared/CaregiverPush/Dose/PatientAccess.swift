@@ -3,7 +3,7 @@ import Libpq
 import FunctionRuntime
 import FoundationEssentials
 
-/// Whose dose a request records, and who records it (SPEC §4, §6, §7).
+/// Whose dose a request records, and who records it (docs/behaviour.md#access).
 ///
 /// A patient records for itself: `patientId` absent or its own. A caregiver names the patient and must be actively
 /// linked to it. Anything else is 404, indistinguishable from a patient that does not exist.

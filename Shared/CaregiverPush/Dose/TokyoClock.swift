@@ -3,7 +3,7 @@ import FoundationEssentials
 import PushPayloadContract
 
 /// Wall-clock arithmetic in Asia/Tokyo (UTC+09:00, no daylight saving since 1951), done with integers so that it
-/// never depends on the machine's time-zone database (SPEC §7).
+/// never depends on the machine's time-zone database (docs/behaviour.md#dose-tokyo).
 public enum TokyoClock {
     public static let offsetSeconds: Int64 = 9 * 3600
 
@@ -29,7 +29,7 @@ public enum TokyoClock {
     }
 }
 
-/// The four parts of a day a dose belongs to, by Tokyo wall-clock time (SPEC §7). Defined once in
+/// The four parts of a day a dose belongs to, by Tokyo wall-clock time (docs/behaviour.md#dose-slots). Defined once in
 /// `PushPayloadContract`, which the caregiver app's `CaregiverPushClient` reads pushes with.
 public typealias Slot = PushPayloadContract.Slot
 

@@ -2,7 +2,7 @@ import Libpq
 import FunctionRuntime
 import FoundationEssentials
 
-/// `POST /api/dose-records` — one scheduled dose recorded as TAKEN (SPEC §6).
+/// `POST /api/dose-records` — one scheduled dose recorded as TAKEN (docs/behaviour.md#dose-record).
 ///
 /// Body `{patientId?, medicationId, scheduledAt, takenAt?}` → 200 `{record, updatedCount}`. Recording the same
 /// (patient, medication, scheduledAt) again returns the existing record with `updatedCount: 0` and sends no push.

@@ -3,7 +3,7 @@ import OpenSSLCrypto
 import FunctionRuntime
 import FoundationEssentials
 
-/// `POST /api/prn-dose-records` — an as-needed (PRN) dose recorded as taken (SPEC §6).
+/// `POST /api/prn-dose-records` — an as-needed (PRN) dose recorded as taken (docs/behaviour.md#prn-record).
 ///
 /// Body `{patientId?, medicationId, takenAt?, quantity?}`, optional `Idempotency-Key` header (a UUID, scoped to the
 /// patient) → 200 `{record, updatedCount}`. Each call records a dose; a repeat with the same key returns the first

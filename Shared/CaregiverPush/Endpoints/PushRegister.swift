@@ -2,7 +2,8 @@ import OpenSSLCrypto
 import FunctionRuntime
 import FoundationEssentials
 
-/// `POST /api/push/register` — a caregiver registers (or refreshes) a phone for pushes (SPEC §6).
+/// `POST /api/push/register` — a caregiver registers (or refreshes) a phone for pushes
+/// (docs/behaviour.md#push-register).
 ///
 /// Body `{token, platform, environment, installationId?}` → 200 `{"ok": true}`. Idempotent.
 ///

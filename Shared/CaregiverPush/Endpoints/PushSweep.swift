@@ -3,8 +3,8 @@ import Libpq
 import FoundationEssentials
 import Logging
 
-/// `push-sweep` — the scheduled function that finishes what the recording functions' senders left (SPEC §9,
-/// durable delivery). Run every minute (`infra/functions.json`); two runs may overlap, and that is safe.
+/// `push-sweep` — the scheduled function that finishes what the recording functions' senders left
+/// (docs/behaviour.md#sweep). Run every minute (`infra/functions.json`); two runs may overlap, and that is safe.
 ///
 /// One run, in this order:
 /// 1. disables devices not seen for `PUSH_DEVICE_STALE_DAYS` (`STALE`), so they are not sent to;

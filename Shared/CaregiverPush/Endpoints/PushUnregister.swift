@@ -2,7 +2,7 @@ import OpenSSLCrypto
 import FunctionRuntime
 import FoundationEssentials
 
-/// `POST /api/push/unregister` — a caregiver turns pushes off for one phone (SPEC §6).
+/// `POST /api/push/unregister` — a caregiver turns pushes off for one phone (docs/behaviour.md#push-unregister).
 ///
 /// Body `{token}` → 200 `{"ok": true}`, also when nothing matched: the device is soft-disabled (`USER_DISABLED`),
 /// never deleted, and only the caller's own row can be touched.

@@ -1,7 +1,7 @@
 import FunctionRuntime
 import FoundationEssentials
 
-/// `POST /api/dose-records/slot` — every dose of a slot recorded as TAKEN at once (SPEC §6).
+/// `POST /api/dose-records/slot` — every dose of a slot recorded as TAKEN at once (docs/behaviour.md#slot-bulk-record).
 ///
 /// Body `{patientId?, date, slot, takenAt?}` → 200 `{recordingGroupId, updatedCount, records}`: every active,
 /// scheduled medication of the patient with a schedule time in that slot on that date and not yet recorded, in one

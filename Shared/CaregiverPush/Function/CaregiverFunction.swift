@@ -54,6 +54,7 @@ public enum CaregiverFunction {
         guard Configuration.namesSecrets(environment) else {
             FunctionHost.main(name: name) { environment, logger in
                 let configuration = Configuration(environment: environment)
+                reportRefusedValues(configuration, logger: logger)
                 return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
             }
         }
@@ -64,11 +65,24 @@ public enum CaregiverFunction {
             logger[metadataKey: "function"] = .string(name)
             guard let configuration = secrets.renewedConfiguration(logger: logger) else { return nil }
             logger.info("secrets changed: configuration renewed")
+            reportRefusedValues(configuration, logger: logger)
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
         }
         FunctionHost.main(name: name, renew: renew) { _, logger in
             let configuration = secrets.configuration(logger: logger)
+            reportRefusedValues(configuration, logger: logger)
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
+        }
+    }
+
+    /// Logs, once per configuration, each value it refused (out of range, malformed), so that a mistyped setting does
+    /// not pass silently as its default (docs/behaviour.md#configuration). The variable and the rule are logged,
+    /// never the value. Secrets that could not be read are logged where they are read (`RuntimeSecrets`).
+    static func reportRefusedValues(_ configuration: Configuration, logger: Logger) {
+        for error in configuration.errors where !error.variable.hasSuffix("_SECRET_ARN") {
+            logger.warning(
+                "configuration value refused",
+                metadata: ["config.variable": .string(error.variable), "config.reason": .string(error.reason)])
         }
     }
 }

@@ -22,8 +22,8 @@ public protocol Endpoint: Sendable {
 public struct EndpointResponse {
     public var status: Int
     public var body: any Encodable & Sendable
-    /// Runs after the response has been written and stdout closed (the push, SPEC §9), with the invocation's own
-    /// context bound by the endpoint. It must not throw; it is bounded by the caller.
+    /// Runs after the response has been written and stdout closed (the push, docs/behaviour.md#sending), with the
+    /// invocation's own context bound by the endpoint. It must not throw; it is bounded by the caller.
     public var afterResponse: AfterResponse?
 
     public init(status: Int = 200, body: any Encodable & Sendable, afterResponse: AfterResponse? = nil) {

@@ -7,7 +7,7 @@ import Logging
 ///
 /// Shared by the one-shot stdin/stdout mode, the Runtime-API loop and in-process tests, so all three behave alike.
 public struct FunctionHandler<E: Endpoint> {
-    /// Bodies larger than this are refused with 413 (SPEC §5).
+    /// Bodies larger than this are refused with 413 (docs/behaviour.md#contract-checks, docs/behaviour.md#limits).
     public static var bodyLimit: Int { 16 * 1024 }
 
     public let endpoint: E

@@ -33,7 +33,7 @@ struct DeliveryOutcome {
     var retryDelayMilliseconds = 0
 }
 
-/// The `push_deliveries` queue (SPEC §9, durable delivery): leases and outcomes.
+/// The `push_deliveries` queue: leases and outcomes (docs/behaviour.md#delivery-states, docs/behaviour.md#leases).
 ///
 /// A delivery is `PENDING` (owed, due at `next_attempt_at`), `SENDING` (leased until `lease_until` by the holder of
 /// `lease_token`), or final: `SENT`, `FAILED`, `DISABLED_TOKEN`, `EXPIRED`. Whoever sends leases first, in one

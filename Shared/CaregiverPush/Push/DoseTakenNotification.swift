@@ -41,8 +41,9 @@ public struct DoseTakenEvent: Sendable, Equatable {
         self.eventKey = storedKey
     }
 
-    /// The de-duplication key of SPEC §9.2: `doseTaken:{group}`, or `doseTaken:{patient}:{date}:{slot}:{HH:mm}`
-    /// with the Tokyo minute of `takenAt`. The primary key of `push_events`.
+    /// The de-duplication key (docs/behaviour.md#event-key): `doseTaken:{group}`, or
+    /// `doseTaken:{patient}:{date}:{slot}:{HH:mm}` with the Tokyo minute of `takenAt`. The primary key of
+    /// `push_events`.
     public let eventKey: String
 
     private static func eventKey(patientID: UUID, date: String, slot: Slot, group: UUID?, takenAt: Date) -> String {
@@ -55,8 +56,8 @@ public struct DoseTakenEvent: Sendable, Equatable {
     public var collapseID: String { Self.collapseID(of: eventKey) }
 }
 
-/// The FCM HTTP v1 message for one device (SPEC §9.4). The `data` keys and `type` come from `PushPayloadContract`,
-/// which the app's deep-link router reads them with.
+/// The FCM HTTP v1 message for one device (docs/behaviour.md#payload). The `data` keys and `type` come from
+/// `PushPayloadContract`, which the app's deep-link router reads them with.
 public enum DoseTakenMessage {
     public static let title = "服薬記録"
 

@@ -2,7 +2,7 @@ import Codecs
 import Curl
 import FoundationEssentials
 
-/// What one `messages:send` answer means for its device (FCM-NOTES "Errors").
+/// What one `messages:send` answer means for its device (docs/behaviour.md#outcomes).
 ///
 /// The `FcmError.errorCode` in `details` decides first and the top-level `status` second: libraries that looked only
 /// at `status` missed UNREGISTERED. An INVALID_ARGUMENT disables the device only when it is about the token —

@@ -11,7 +11,7 @@ import Logging
     import Darwin
 #endif
 
-/// Sends what the push queue owes (SPEC §9, durable delivery): a recording's own deliveries right after its
+/// Sends what the push queue owes (docs/behaviour.md#sending): a recording's own deliveries right after its
 /// response, and `push-sweep`'s batches.
 ///
 /// 1. Gets the FCM access token first (shared in `fcm_access_tokens`), so that nothing is leased that cannot be sent.
@@ -195,7 +195,7 @@ public struct PushDispatcher {
 }
 
 extension DoseTakenEvent {
-    /// The APNs collapse id of an event key: the first 32 hex digits of its SHA-256 (SPEC §9.4).
+    /// The APNs collapse id of an event key: the first 32 hex digits of its SHA-256 (docs/behaviour.md#payload).
     static func collapseID(of eventKey: String) -> String {
         String(Hex.encode(SHA256.hash(Array(eventKey.utf8))).prefix(32))
     }

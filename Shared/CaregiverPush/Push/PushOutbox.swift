@@ -2,7 +2,7 @@ import Libpq
 import FoundationEssentials
 import Logging
 
-/// The push side of a recording transaction (SPEC §9, durable delivery): the event and one `PENDING` delivery per
+/// The push side of a recording transaction (docs/behaviour.md#outbox): the event and one `PENDING` delivery per
 /// recipient device, written by the transaction that records the dose.
 ///
 /// If the transaction commits, the push is owed and nothing can lose it — the post-response sender or, failing
@@ -59,10 +59,10 @@ public enum PushOutbox {
 
     /// Writes `event` and its deliveries on `connection`, which must be inside the recording transaction.
     ///
-    /// Recipients (SPEC §9.1), decided now: caregivers actively linked to the patient, minus the caregiver who
-    /// recorded; their enabled devices in `environment`, at most `deviceCap` per caregiver (the most recently
-    /// seen), so that one event never owes more than `deviceCap` × linked caregivers deliveries even if the cap
-    /// was exceeded before it was enforced. One statement, served by `caregiver_patient_links_active_by_patient`
+    /// Recipients (docs/behaviour.md#outbox), decided now: caregivers actively linked to the patient, minus the
+    /// caregiver who recorded; their enabled devices in `environment`, at most `deviceCap` per caregiver (the most
+    /// recently seen), so that one event never owes more than `deviceCap` × linked caregivers deliveries even if the
+    /// cap was exceeded before it was enforced. One statement, served by `caregiver_patient_links_active_by_patient`
     /// and `push_devices_enabled_by_owner`.
     /// - Returns: how many deliveries this call created (0 when every recipient already owed one for this event).
     @discardableResult

@@ -1,0 +1,101 @@
+@testable import Codecs
+@testable import Curl
+@testable import CaregiverPush
+import Foundation
+import Logging
+import Testing
+import TestSupport
+
+/// The shared OAuth access token (docs/behaviour.md#access-token).
+@Suite("FCM access token cache")
+struct AccessTokenCacheTests {
+    static func provider(_ fake: FCMFake) throws -> AccessTokenProvider {
+        let configuration = fake.configuration()
+        let account = try #require(try ServiceAccount.load(from: configuration))
+        return try AccessTokenProvider(account: account)
+    }
+
+    @Test("a token with under five minutes left is replaced; one with more is reused from the database")
+    func refreshMargin() throws {
+        let fake = try FCMFake()
+        let logger = Logger(label: "t")
+        try TestDatabase.with { connection in
+            let first = try Self.provider(fake).accessToken(connection: connection, logger: logger)
+            #expect(try fake.mints == 1)
+            try connection.query(
+                "UPDATE fcm_access_tokens SET expires_at = now() + interval '30 minutes' WHERE client_email = \(fake.clientEmail)"
+            )
+            #expect(try Self.provider(fake).accessToken(connection: connection, logger: logger) == first)
+            #expect(try fake.mints == 1)
+            try connection.query(
+                "UPDATE fcm_access_tokens SET expires_at = now() + interval '4 minutes' WHERE client_email = \(fake.clientEmail)"
+            )
+            let second = try Self.provider(fake).accessToken(connection: connection, logger: logger)
+            #expect(second != first)
+            #expect(try fake.mints == 2)
+        }
+    }
+
+    @Test("a warm process keeps the token in memory; a rejected token is never handed out again")
+    func memoryCacheAndRejection() throws {
+        let fake = try FCMFake()
+        let logger = Logger(label: "t")
+        try TestDatabase.with { connection in
+            let provider = try Self.provider(fake)
+            let first = try provider.accessToken(connection: connection, logger: logger)
+            try connection.query("DELETE FROM fcm_access_tokens WHERE client_email = \(fake.clientEmail)")
+            #expect(try provider.accessToken(connection: connection, logger: logger) == first)
+            let replaced = try provider.accessToken(connection: connection, rejected: first, logger: logger)
+            #expect(replaced != first)
+            #expect(try fake.mints == 2)
+        }
+    }
+
+    @Test("the token endpoint's refusal is an error carrying its OAuth code, not the assertion")
+    func refusedAssertion() throws {
+        let fake = try FCMFake()
+        let other = try FCMFake()
+        // A key the fake does not know: its signature cannot verify.
+        var configuration = fake.configuration()
+        let foreign = try #require(try ServiceAccount.load(from: other.configuration()))
+        let pointed = ServiceAccount.keyFileJSON(
+            projectID: foreign.projectID, clientEmail: foreign.clientEmail, privateKeyID: foreign.privateKeyID,
+            privateKeyPEM: foreign.privateKeyPEM, tokenURI: fake.baseURL + "/token")
+        configuration.fcmServiceAccountBase64 = Data(pointed.utf8).base64EncodedString()
+        let provider = try AccessTokenProvider(account: try #require(try ServiceAccount.load(from: configuration)))
+        try TestDatabase.with { connection in
+            #expect(throws: TokenExchangeError(status: 400, error: "invalid_grant")) {
+                _ = try provider.accessToken(connection: connection, logger: Logger(label: "t"))
+            }
+        }
+        #expect(try fake.mints == 0)
+    }
+}
+
+/// The emulator's reading of FCM's rule that a message has exactly one target: `token`, or the `fid` newer SDKs send,
+/// never both.
+@Suite("FCM emulator targets")
+struct FCMEmulatorTargetTests {
+    @Test("a message with token or fid is delivered; one with both or neither is a 400")
+    func exactlyOneTarget() throws {
+        let fake = try FCMFake()
+        let accessToken = try TestDatabase.with { connection in
+            try AccessTokenCacheTests.provider(fake).accessToken(connection: connection, logger: Logger(label: "t"))
+        }
+        func send(_ message: [String: JSONValue]) -> Int? {
+            let request = CurlRequest(
+                method: "POST", url: fake.baseURL + "/v1/projects/demo-project/messages:send",
+                headers: [("Authorization", "Bearer \(accessToken)"), ("Content-Type", "application/json")],
+                body: Array(json(["message": .object(message)]).utf8))
+            guard case .success(let response) = CurlClient.perform(request, timeoutMilliseconds: 5000) else {
+                return nil
+            }
+            return response.status
+        }
+        let token = makeDeviceToken()
+        #expect(send(["token": .string(token)]) == 200)
+        #expect(send(["fid": .string("installation-\(UUID().uuidString)")]) == 200)
+        #expect(send(["token": .string(token), "fid": .string("installation-1")]) == 400)
+        #expect(send(["data": .object(["type": .string("DOSE_TAKEN")])]) == 400)
+    }
+}

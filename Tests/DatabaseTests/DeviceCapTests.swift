@@ -1,0 +1,113 @@
+import Codecs
+import CaregiverPush
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+/// The cap on a caregiver's enabled devices (`PUSH_MAX_DEVICES_PER_CAREGIVER`, 10 by default): past it the least
+/// recently seen device is disabled as `REPLACED`, under concurrent registrations too, and one event is never sent
+/// to more than the cap per linked caregiver.
+@Suite("device cap per caregiver")
+struct DeviceCapTests {
+    static func register(_ caregiver: String, token: String, environment: [String: String] = testEnvironment())
+        -> Invocation
+    {
+        let body = json(["token": .string(token), "platform": .string("ios"), "environment": .string("DEV")])
+        return invoke(PushRegister(), event: makeEvent(bearer: caregiver, body: body), environment: environment)
+    }
+
+    /// The caregiver's devices: (token, enabled, reason), oldest registration first.
+    static func devices(of caregiver: UUID) throws -> [(token: String, enabled: Bool, reason: String?)] {
+        try TestDatabase.with { connection in
+            try connection.query(
+                """
+                SELECT token, is_enabled, disabled_reason FROM push_devices
+                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiver) ORDER BY created_at, token
+                """
+            ).map { try ($0.decode(String.self, at: 0), $0.decode(Bool.self, at: 1), $0.decode(String?.self, at: 2)) }
+        }
+    }
+
+    @Test("the 11th and 12th devices of a caregiver disable the two least recently seen as REPLACED")
+    func capReplacesLeastRecentlySeen() throws {
+        let caregiver = UUID()
+        let bearer = try caregiverToken(caregiver)
+        let tokens = (0..<12).map { _ in makeDeviceToken() }
+        for token in tokens { #expect(Self.register(bearer, token: token).status == 200) }
+        let devices = try Self.devices(of: caregiver)
+        #expect(devices.filter(\.enabled).count == 10)
+        #expect(Set(devices.filter { !$0.enabled }.map(\.token)) == Set(tokens.prefix(2)))
+        #expect(devices.filter { !$0.enabled }.allSatisfy { $0.reason == "REPLACED" })
+        // Seen again, an old device comes back; the least recently seen of the others makes room.
+        #expect(Self.register(bearer, token: tokens[0]).status == 200)
+        let after = try Self.devices(of: caregiver)
+        #expect(after.filter(\.enabled).count == 10)
+        #expect(Set(after.filter { !$0.enabled }.map(\.token)) == [tokens[1], tokens[2]])
+    }
+
+    @Test("20 concurrent registrations of one caregiver leave exactly the cap enabled")
+    func capHoldsUnderConcurrency() throws {
+        for cap in [10, 3] {
+            let caregiver = UUID()
+            let bearer = try caregiverToken(caregiver)
+            let tokens = (0..<20).map { _ in makeDeviceToken() }
+            let statuses = Mutex<[Int]>([])
+            let environment = testEnvironment(["PUSH_MAX_DEVICES_PER_CAREGIVER": String(cap)])
+            DispatchQueue.concurrentPerform(iterations: tokens.count) { index in
+                let status = Self.register(bearer, token: tokens[index], environment: environment).status
+                statuses.withLock { $0.append(status) }
+            }
+            #expect(statuses.withLock { $0 } == Array(repeating: 200, count: 20))
+            let devices = try Self.devices(of: caregiver)
+            #expect(devices.count == 20)
+            #expect(devices.filter(\.enabled).count == cap, "cap \(cap)")
+            #expect(devices.filter { !$0.enabled }.allSatisfy { $0.reason == "REPLACED" })
+        }
+    }
+
+    @Test("one event owes at most the cap of deliveries per linked caregiver, however many devices are enabled")
+    func fanOutIsCapped() throws {
+        let database = try IsolatedDatabase()
+        let (patient, caregivers) = try database.with { connection in
+            let patient = try Seed.patient(connection)
+            let caregivers = [UUID(), UUID()]
+            for caregiver in caregivers {
+                try Seed.link(connection, caregiver: caregiver, patient: patient)
+                // Enabled devices past the cap, as a table from before the cap would hold.
+                for index in 0..<15 {
+                    let token = makeDeviceToken()
+                    try connection.query(
+                        """
+                        INSERT INTO push_devices
+                            (owner_type, owner_id, token, token_sha256, platform, environment, last_seen_at)
+                        VALUES ('CAREGIVER', \(caregiver), \(token), sha256(convert_to(\(token), 'UTF8')), 'ios',
+                                'DEV', now() - \(String(index * 10))::interval)
+                        """)
+                }
+            }
+            return (patient, caregivers)
+        }
+        let event = DoseTakenEvent(
+            patientID: patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
+            withinTime: true, actingCaregiverID: nil)
+        let owed = try database.with { connection in
+            try connection.withTransaction {
+                try PushOutbox.enqueue(event, source: .slotBulkRecord, environment: .development, connection: $0)
+            }
+        }
+        #expect(owed == 10 * caregivers.count)
+        let perCaregiver = try database.with { connection in
+            try connection.query(
+                """
+                SELECT d.owner_id, count(*), min(d.last_seen_at) > now() - interval '95 seconds'
+                FROM push_deliveries x JOIN push_devices d ON d.id = x.push_device_id
+                WHERE x.event_key = \(event.eventKey) GROUP BY d.owner_id
+                """
+            ).map { try ($0.decode(UUID.self, at: 0), $0.decode(Int.self, at: 1), $0.decode(Bool.self, at: 2)) }
+        }
+        #expect(Set(perCaregiver.map(\.0)) == Set(caregivers))
+        // The ten most recently seen of each caregiver's fifteen.
+        #expect(perCaregiver.allSatisfy { $0.1 == 10 && $0.2 })
+    }
+}

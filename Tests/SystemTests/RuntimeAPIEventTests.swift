@@ -1,0 +1,120 @@
+import Codecs
+import CaregiverPush
+import Foundation
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A built function in Runtime-API mode fed events it cannot take: it answers each with a problem and goes on to
+/// the next, up to Lambda's own 6 MB event limit and past it.
+@Suite("Runtime-API loop and oversized events", .timeLimit(.minutes(2)))
+struct RuntimeAPIEventTests {
+    /// A local Runtime API (Python's http.server, answering as AWS's does) that hands out the events (files named
+    /// after the first two arguments) in order, appends `{"kind": "response"|"error", "body": …}` for each answer to
+    /// the file named by the second argument, writes its port to the first, and holds `next` once all are out.
+    static let fakeRuntimeAPI = #"""
+        import http.server, json, sys, threading, time, uuid
+        port_file, answers_file = sys.argv[1], sys.argv[2]
+        events = [open(path, "rb").read() for path in sys.argv[3:]]
+        lock = threading.Lock()
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def log_message(self, *args):
+                pass
+            def do_GET(self):
+                with lock:
+                    event = events.pop(0) if events else None
+                if event is None:
+                    time.sleep(3600)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Lambda-Runtime-Aws-Request-Id", str(uuid.uuid4()))
+                self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 20000))
+                self.send_header("Content-Length", str(len(event)))
+                self.end_headers()
+                self.wfile.write(event)
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                kind = "response" if self.path.endswith("/response") else "error"
+                with lock, open(answers_file, "a") as answers:
+                    answers.write(json.dumps({"kind": kind, "body": body.decode("utf-8", "replace")}) + "\n")
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        with open(port_file + ".tmp", "w") as out:
+            out.write(str(server.server_address[1]))
+        import os
+        os.rename(port_file + ".tmp", port_file)
+        server.serve_forever()
+        """#
+
+    @Test("2 MiB events, a 7 MiB one and non-JSON get 413/400 problems; the worker stays up for the next event")
+    func oversizedAndMalformedEvents() throws {
+        _ = TestDatabase.migrated
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("runtime-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let big = makeEvent(
+            path: "/api/push/register", bearer: "x", body: String(repeating: "a", count: 2 * 1024 * 1024))
+        let events: [Data] = [
+            big, big, big, Data(repeating: UInt8(ascii: " "), count: 7 * 1024 * 1024), Data("not json".utf8),
+            makeEvent(path: "/api/push/register", bearer: nil, body: "{}"),
+        ]
+        var paths: [String] = []
+        for (index, event) in events.enumerated() {
+            let file = directory.appendingPathComponent("event-\(index).json")
+            try event.write(to: file)
+            paths.append(file.path)
+        }
+        let portFile = directory.appendingPathComponent("port").path
+        let answersFile = directory.appendingPathComponent("answers").path
+        let api = Process()
+        api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        api.arguments = ["python3", "-c", Self.fakeRuntimeAPI, portFile, answersFile] + paths
+        api.standardInput = FileHandle.nullDevice
+        api.standardOutput = FileHandle.nullDevice
+        try api.run()
+        defer {
+            kill(api.processIdentifier, SIGKILL)
+            api.waitUntilExit()
+        }
+        func waitFor(_ ready: () -> Bool) {
+            for _ in 0..<600 where !ready() { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        waitFor { FileManager.default.fileExists(atPath: portFile) }
+        let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
+
+        let worker = Process()
+        worker.executableURL = Executables.binDirectory.appendingPathComponent("push-register")
+        var environment = testEnvironment()
+        environment["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:\(port)"
+        worker.environment = environment
+        worker.standardInput = FileHandle.nullDevice
+        worker.standardOutput = FileHandle.nullDevice
+        worker.standardError = FileHandle.nullDevice
+        try worker.run()
+        defer {
+            kill(worker.processIdentifier, SIGKILL)
+            worker.waitUntilExit()
+        }
+        func answers() -> [String] {
+            ((try? String(contentsOfFile: answersFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        waitFor { answers().count >= events.count }
+        var statuses: [Int] = []
+        for line in answers() {
+            let answer = try JSONValue.parse(Array(line.utf8))
+            #expect(answer["kind"] == .string("response"))
+            let document = try JSONValue.parse(Array((answer["body"]?.stringValue ?? "").utf8))
+            statuses.append(Int(document["statusCode"]?.integerValue ?? 0))
+        }
+        #expect(statuses == [413, 413, 413, 413, 400, 401])
+        // Still waiting for its next event, not gone.
+        #expect(worker.isRunning)
+    }
+}

@@ -1,0 +1,131 @@
+import Codecs
+import JOSE
+import FunctionRuntime
+import CaregiverPush
+import Foundation
+import Logging
+import Synchronization
+
+/// The HS256 secret the tests configure, as a Supabase project's legacy JWT secret would be.
+package let testJWTSecret = "test-secret-with-at-least-32-characters-of-entropy"
+
+/// A caregiver access token as Supabase Auth issues it (HS256, no `kid`).
+package func caregiverToken(
+    _ caregiverID: UUID, expiresIn: TimeInterval = 3600, role: String = "authenticated", secret: String = testJWTSecret
+) throws -> String {
+    let now = Date().timeIntervalSince1970.rounded(.down)
+    return try JWTSigner.sign(
+        header: [:],
+        claims: [
+            "sub": .string(caregiverID.uuidString.lowercased()), "aud": .string("authenticated"),
+            "role": .string(role), "exp": .number(now + expiresIn), "iat": .number(now),
+            "is_anonymous": .bool(false),
+        ],
+        using: .hmac(secret: Array(secret.utf8)))
+}
+
+/// The environment the functions get in tests.
+package func testEnvironment(_ overrides: [String: String?] = [:]) -> [String: String] {
+    var environment = [
+        "DATABASE_URL": TestDatabase.url,
+        "SUPABASE_JWT_SECRET": testJWTSecret,
+        "PUSH_ENVIRONMENT": "DEV",
+    ]
+    for (key, value) in overrides { environment[key] = value }
+    return environment
+}
+
+/// An API Gateway 2.0 event for a POST with a JSON body.
+package func makeEvent(
+    path: String = "/", bearer: String?, body: String?, contentType: String? = "application/json",
+    method: String = "POST", extraHeaders: [String: String] = [:], base64: Bool = false
+) -> Data {
+    var headers = extraHeaders
+    if let bearer { headers["authorization"] = "Bearer \(bearer)" }
+    if let contentType { headers["content-type"] = contentType }
+    let event = APIGatewayV2Request(
+        routeKey: "\(method) \(path)", rawPath: path, headers: headers,
+        requestContext: .init(
+            requestId: UUID().uuidString.lowercased(), routeKey: "\(method) \(path)",
+            timeEpoch: Int64(Date().timeIntervalSince1970 * 1000),
+            http: .init(method: method, path: path, sourceIp: "127.0.0.1", userAgent: "tests")),
+        body: base64 ? body.map { Data($0.utf8).base64EncodedString() } : body, isBase64Encoded: base64)
+    return (try? JSONEncoder().encode(event)) ?? Data()
+}
+
+/// Log lines captured from the real JSON formatter.
+package final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    package init() {}
+
+    package var text: String { lines.withLock { $0.joined() } }
+
+    package func logger(function: String) -> Logger {
+        var logger = Logger(label: function) { label in
+            var handler = JSONLogHandler(label: label) { [self] line in self.lines.withLock { $0.append(line) } }
+            handler.logLevel = .debug
+            return handler
+        }
+        logger[metadataKey: "function"] = .string(function)
+        return logger
+    }
+}
+
+/// The result of one in-process invocation.
+package struct Invocation {
+    package let response: APIGatewayV2Response
+    package let log: String
+
+    package var status: Int { response.statusCode }
+    package var json: JSONValue? { try? JSONValue.parse(response.body) }
+}
+
+/// Invokes an endpoint in-process through the same ``FunctionHandler`` the executables use.
+package func invoke(
+    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment()
+) -> Invocation {
+    invokeInProcess(endpoint, event: event, environment: environment, prepare: { _ in }, inspect: { _ in })
+}
+
+/// ``invoke(_:event:environment:)`` with hooks on the invocation's database session: `prepare` runs before the event
+/// is handed over, `inspect` after the response (and before the post-response work, which runs only when
+/// `runAfterResponse` is set).
+package func invokeInProcess(
+    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(),
+    runAfterResponse: Bool = true, prepare: (DatabaseSession) throws -> Void = { _ in },
+    inspect: (DatabaseSession) throws -> Void = { _ in }
+) rethrows -> Invocation {
+    _ = TestDatabase.migrated
+    let captured = CapturedLog()
+    let configuration = Configuration(environment: environment)
+    let handler = FunctionHandler(
+        endpoint: endpoint, configuration: configuration, logger: captured.logger(function: endpoint.functionName))
+    let database = DatabaseSession(configuration: configuration)
+    defer { database.close() }
+    try prepare(database)
+    let output = handler.handle(
+        InvocationInput(eventBytes: Array(event)),
+        resources: FunctionResources(database: database, push: PushResources(configuration: handler.configuration)))
+    try inspect(database)
+    if runAfterResponse { output.afterResponse?.run() }
+    LeakCapture.record(output.document.body, source: "\(endpoint.functionName) response")
+    LeakCapture.record(captured.text, source: "\(endpoint.functionName) log")
+    return Invocation(response: output.document, log: captured.text)
+}
+
+/// Encodes a JSON object body.
+package func json(_ members: [String: JSONValue]) -> String {
+    (try? JSONEncoder().encode(JSONValue.object(members))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+}
+
+/// The `errors` of a validation problem, as field → message.
+package func fieldErrors(_ invocation: Invocation) -> [String: String] {
+    var result: [String: String] = [:]
+    for error in invocation.json?["errors"]?.arrayValue ?? [] {
+        if let field = error["field"]?.stringValue, let message = error["message"]?.stringValue {
+            result[field] = message
+        }
+    }
+    return result
+}
