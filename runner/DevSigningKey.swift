@@ -1,7 +1,6 @@
 import Codecs
 import OpenSSLCrypto
 import JOSE
-import CaregiverPush
 import ProcessSupervision
 import Foundation
 

@@ -1,5 +1,4 @@
 import ProcessSupervision
-import CaregiverPush
 import Foundation
 import Logging
 

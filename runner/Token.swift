@@ -1,6 +1,5 @@
 import JOSE
 import ArgumentParser
-import CaregiverPush
 import Foundation
 
 /// `runner token`: a caregiver access token signed with `SUPABASE_JWT_SECRET` (HS256), or with the dev stack's
