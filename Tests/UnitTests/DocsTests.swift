@@ -153,6 +153,42 @@ struct DocsTests {
         #expect(broken.isEmpty, "\(broken)")
     }
 
+    /// The Swift targets Package.swift declares by hand (the C shims and the generated function targets aside).
+    static func packageTargets() throws -> Set<String> {
+        let manifest = try read("Package.swift")
+        let declared = manifest.matches(of: /\.(?:target|executableTarget|testTarget)\(\s*name:\s*"([A-Za-z]+)"/)
+        return Set(declared.map { String($0.output.1) }.filter { $0.wholeMatch(of: /C[A-Z].*/) == nil })
+    }
+
+    /// The names in the first column (`` | `Name` … ``) of architecture.md's tables headed `module` or `target`.
+    static func documentedModules() throws -> Set<String> {
+        var names: Set<String> = []
+        var inModuleTable = false
+        for line in try read("docs/architecture.md").split(separator: "\n", omittingEmptySubsequences: false) {
+            guard line.hasPrefix("|") else {
+                inModuleTable = false
+                continue
+            }
+            if line.hasPrefix("| module |") || line.hasPrefix("| target |") { inModuleTable = true }
+            if inModuleTable, let name = line.firstMatch(of: /^\| `([A-Za-z]+)`/) {
+                names.insert(String(name.output.1))
+            }
+        }
+        return names
+    }
+
+    @Test("architecture.md's module and test-target tables name every target of Package.swift, and only those")
+    func moduleTablesMatchThePackage() throws {
+        let targets = try Self.packageTargets()
+        let documented = try Self.documentedModules()
+        // The walk is real: both lists hold the domain, the gateway and the test targets.
+        #expect(["CaregiverPush", "FunctionGateway", "UnitTests", "TestSupport"].allSatisfy(targets.contains))
+        #expect(targets.subtracting(documented).isEmpty, "not in architecture.md: \(targets.subtracting(documented))")
+        // The app kit's contract module comes from the kit's own package (Client/), not from this manifest.
+        let foreign = documented.subtracting(targets).subtracting(["PushPayloadContract"])
+        #expect(foreign.isEmpty, "in architecture.md but no target of Package.swift: \(foreign)")
+    }
+
     @Test("README.md stays an index: at most 170 lines")
     func readmeIsShort() throws {
         let lines = try Self.read("README.md").filter { $0 == "\n" }.count
