@@ -29,7 +29,11 @@ public final class CurlClient {
     private let multi: UnsafeMutableRawPointer
     private let maxConnectionsPerHost: Int
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private var pending: [(due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int)] = []
+    private var pending:
+        [(
+            due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
+            notAfter: ContinuousClock.Instant?
+        )] = []
     private var origins: [String: Origin] = [:]
     /// New connections opened by all transfers so far.
     public private(set) var connectionsOpened = 0
@@ -59,19 +63,26 @@ public final class CurlClient {
     }
 
     /// Queues a request to start at `due` (now when omitted). `tag` identifies it in the completion handler.
-    /// - Parameter timeoutMilliseconds: the bound on this one attempt, connection included.
+    /// - Parameters:
+    ///   - timeoutMilliseconds: the bound on this one attempt, connection included.
+    ///   - notAfter: the request must be done by then: it never starts later (it completes `.notStarted`), and its
+    ///     attempt ends there at the latest (a sender's lease runs out then).
     public func schedule(
-        _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int
+        _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int,
+        notAfter: ContinuousClock.Instant? = nil
     ) {
-        pending.append((max(due, pausedUntil ?? due), request, tag, timeoutMilliseconds))
+        pending.append((max(due, pausedUntil ?? due), request, tag, timeoutMilliseconds, notAfter))
     }
+
+    /// Transfers scheduled and not yet done: waiting to start, or on the wire.
+    public var outstanding: Int { pending.count + active.count }
 
     /// Client-side throttling: nothing waiting starts before `instant`, and nothing scheduled later either, for as
     /// long as this client lives (a warm process keeps it). Transfers already on the wire are not recalled.
     public func throttle(until instant: ContinuousClock.Instant) {
         guard instant > (pausedUntil ?? .now) else { return }
         pausedUntil = instant
-        pending = pending.map { item in (max(item.due, instant), item.request, item.tag, item.timeout) }
+        pending = pending.map { item in (max(item.due, instant), item.request, item.tag, item.timeout, item.notAfter) }
     }
 
     /// Runs every scheduled transfer to completion, calling `completion` once per transfer (on this thread).
@@ -104,14 +115,24 @@ public final class CurlClient {
     private func startDueTransfers(
         now: ContinuousClock.Instant, completion: (Int, Result<CurlResponse, CurlError>) -> Void
     ) {
-        var remaining: [(due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int)] = []
+        var remaining:
+            [(
+                due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
+                notAfter: ContinuousClock.Instant?
+            )] = []
         /// Per origin, transfers of this pass waiting for a connection that is being opened.
         var waitingForOpeners: [String: Int] = [:]
         for item in pending {
+            if let notAfter = item.notAfter, max(item.due, now) >= notAfter {
+                completion(item.tag, .failure(CurlError(.notStarted)))
+                continue
+            }
             guard item.due <= now else {
                 remaining.append(item)
                 continue
             }
+            var timeout = item.timeout
+            if let notAfter = item.notAfter { timeout = max(min(timeout, (notAfter - now).milliseconds), 1) }
             var opensConnection = false
             let key = String(item.request.origin)
             let origin = origins[key] ?? Origin()
@@ -133,7 +154,7 @@ public final class CurlClient {
             }
             do {
                 let transfer = try CurlTransfer(
-                    request: item.request, tag: item.tag, timeoutMilliseconds: item.timeout,
+                    request: item.request, tag: item.tag, timeoutMilliseconds: timeout,
                     opensConnection: opensConnection)
                 guard ccurl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
                     completion(item.tag, .failure(CurlError(.setupFailed)))
