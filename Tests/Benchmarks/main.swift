@@ -71,6 +71,7 @@ do {
                 format: "| %d | %.1f | %.2f | %d | %d |\n", row.devices, row.medianMilliseconds,
                 row.medianMilliseconds / rows[0].medianMilliseconds, row.connections, row.maxConcurrentStreams)
         }
+        print(section)
         let sweep = try DurablePushBenchmark(binDirectory: functionDirectory, databaseURL: databaseURL)
             .sweepVersusFanOut(deliveries: 10_000, delayMilliseconds: delay, rounds: 2)
         section += String(
