@@ -87,6 +87,12 @@ if [ "${1:-}" = "--inside" ]; then
         build_floors
         exec "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
     fi
+    if [ "${BENCH_ONLY:-}" = push ]; then
+        # The fan-out and the sweep's backlog: the bench and push-sweep from this build, the emulator in-process.
+        swift build -c "$configuration" --product bench
+        swift build -c "$configuration" --product push-sweep
+        exec "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
+    fi
     prepare_peer
     swift build -c "$configuration"
     unpack_release

@@ -28,6 +28,9 @@ command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 # The container image (make image, make test's image check): buildah builds and mounts it without a daemon;
 # unshare and chroot (util-linux, coreutils) run its entrypoint from its root file system.
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
+# The fan-out tests (make test) put a real TLS + HTTP/2 front (nghttpx, the nghttp2 project's proxy) before the FCM
+# emulator, so libcurl's multiplexing is checked against a server that is not ours.
+command -v nghttpx >/dev/null 2>&1 || missing+=(nghttp2-proxy)
 # The Lambda builds link libstdc++ statically (scripts/release.sh).
 [ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
 

@@ -53,12 +53,21 @@ for function in "${functions[@]}"; do
     swift build -c release --static-swift-stdlib "${link_flags[@]}" --product "$function"
 done
 bin=$(swift build -c release --static-swift-stdlib "${link_flags[@]}" --show-bin-path)
-rm -rf dist/lambda
+rm -rf dist/lambda dist/lambda-debug
 mkdir -p dist/lambda
 for function in "${functions[@]}"; do
     stage=dist/lambda/$function
     mkdir -p "$stage/lib"
-    cp "$bin/$function" "$stage/bootstrap"
+    # Shipped stripped: the symbol and debug sections (most of the file) stay here, in dist/lambda-debug, linked by
+    # a .gnu_debuglink, for gdb and symbolised crash reports (RELEASE_STRIP=0 ships the unstripped binary).
+    if [ "${RELEASE_STRIP:-1}" = 1 ]; then
+        mkdir -p dist/lambda-debug
+        objcopy --only-keep-debug "$bin/$function" "dist/lambda-debug/$function.debug"
+        objcopy --strip-all --add-gnu-debuglink="dist/lambda-debug/$function.debug" "$bin/$function" \
+            "$stage/bootstrap"
+    else
+        cp "$bin/$function" "$stage/bootstrap"
+    fi
     # ldd lists the whole closure (the libraries' own dependencies too), each by the name the loader looks for; of
     # the binary, and of each dlopen'ed library (which ldd does not list itself).
     {

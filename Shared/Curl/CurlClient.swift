@@ -3,31 +3,57 @@ import CCurl
 
 /// Performs many HTTP requests at once over libcurl's multi interface, on the calling thread.
 ///
-/// Transfers to one host share connections: with HTTP/2 (offered by TLS servers such as FCM) they are streams of
-/// one connection, up to 100 at a time; with HTTP/1.1 up to `maxConnectionsPerHost` connections run in parallel
-/// and the rest queue. Work can be scheduled for later (a retry after a back-off) from inside the completion
-/// handler. Not `Sendable`: one client belongs to one thread.
+/// Transfers to one host share connections. Over TLS (FCM offers HTTP/2 by ALPN) they are streams: the client
+/// opens just the connections a batch needs, ⌈in flight ÷ ``streamsPerConnection``⌉, all at once, and puts the
+/// other transfers on them once they are up, so 100 devices go out as 100 streams of one connection and 1,000 as
+/// 10 connections of 100, every one in flight together. (libcurl alone, given many transfers at once, opens a
+/// connection for each transfer that finds the others still connecting or full.) With HTTP/1.1 up to
+/// `maxConnectionsPerHost` connections run in parallel and the rest queue. Work can be scheduled for later (a retry
+/// after a back-off) from inside the completion handler. Not `Sendable`: one client belongs to one thread.
 public final class CurlClient {
+    /// Streams on one HTTP/2 connection: what FCM allows (and libcurl is told to use at most).
+    public static let streamsPerConnection = 100
+
+    /// What the client knows of one origin's HTTP/2 connections.
+    private struct Origin {
+        /// `false` once a response came back over HTTP/1.x: libcurl's per-host pool then governs alone.
+        var multiplexes = true
+        /// Connections up (handshake done) and kept by libcurl's pool.
+        var connections = 0
+        /// Transfers opening a connection of their own whose handshake is not done yet.
+        var connecting = 0
+        /// Transfers on the wire, the connecting ones included.
+        var inFlight = 0
+    }
+
     private let multi: UnsafeMutableRawPointer
+    private let maxConnectionsPerHost: Int
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private var pending: [(due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int)] = []
+    private var pending:
+        [(
+            due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
+            notAfter: ContinuousClock.Instant?
+        )] = []
+    private var origins: [String: Origin] = [:]
     /// New connections opened by all transfers so far.
     public private(set) var connectionsOpened = 0
     /// No transfer starts before this instant: the server asked us to slow down (``throttle(until:)``).
     public private(set) var pausedUntil: ContinuousClock.Instant?
 
     /// The process's first client loads libcurl (nothing before it does: a process that sends nothing never maps it).
-    /// - Parameter maxConnectionsPerHost: HTTP/1.1 connections per host. 100 by default, the pool Google's Admin
-    ///   SDKs keep for FCM: an HTTP/1.1 endpoint (a proxy, the emulator) then gets the parallelism the SDK would use.
+    /// - Parameter maxConnectionsPerHost: connections per host. 100 by default, the pool Google's Admin SDKs keep
+    ///   for FCM: an HTTP/1.1 endpoint (a proxy, the emulator) then gets the parallelism the SDK would use, and an
+    ///   HTTP/2 one up to 100 × ``streamsPerConnection`` transfers in flight.
     /// - Throws: ``CurlError`` when libcurl cannot be loaded (`libraryUnavailable`, transient) or cannot create
     ///   a multi handle.
     public init(maxConnectionsPerHost: Int = 100) throws(CurlError) {
         try CurlLibrary.load()
         guard let multi = ccurl_multi_init() else { throw CurlError(.setupFailed) }
         self.multi = multi
+        self.maxConnectionsPerHost = max(maxConnectionsPerHost, 1)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
-        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 100)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, self.maxConnectionsPerHost)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, Self.streamsPerConnection)
     }
 
     deinit {
@@ -37,19 +63,26 @@ public final class CurlClient {
     }
 
     /// Queues a request to start at `due` (now when omitted). `tag` identifies it in the completion handler.
-    /// - Parameter timeoutMilliseconds: the bound on this one attempt, connection included.
+    /// - Parameters:
+    ///   - timeoutMilliseconds: the bound on this one attempt, connection included.
+    ///   - notAfter: the request must be done by then: it never starts later (it completes `.notStarted`), and its
+    ///     attempt ends there at the latest (a sender's lease runs out then).
     public func schedule(
-        _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int
+        _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int,
+        notAfter: ContinuousClock.Instant? = nil
     ) {
-        pending.append((max(due, pausedUntil ?? due), request, tag, timeoutMilliseconds))
+        pending.append((max(due, pausedUntil ?? due), request, tag, timeoutMilliseconds, notAfter))
     }
+
+    /// Transfers scheduled and not yet done: waiting to start, or on the wire.
+    public var outstanding: Int { pending.count + active.count }
 
     /// Client-side throttling: nothing waiting starts before `instant`, and nothing scheduled later either, for as
     /// long as this client lives (a warm process keeps it). Transfers already on the wire are not recalled.
     public func throttle(until instant: ContinuousClock.Instant) {
         guard instant > (pausedUntil ?? .now) else { return }
         pausedUntil = instant
-        pending = pending.map { item in (max(item.due, instant), item.request, item.tag, item.timeout) }
+        pending = pending.map { item in (max(item.due, instant), item.request, item.tag, item.timeout, item.notAfter) }
     }
 
     /// Runs every scheduled transfer to completion, calling `completion` once per transfer (on this thread).
@@ -68,6 +101,7 @@ public final class CurlClient {
             startDueTransfers(now: now, completion: completion)
             var running: Int32 = 0
             _ = ccurl_multi_perform(multi, &running)
+            noteConnectedOpeners()
             collectFinished(completion: completion)
             let wait = waitTime(now: ContinuousClock.now, deadline: deadline)
             if active.isEmpty {
@@ -81,24 +115,93 @@ public final class CurlClient {
     private func startDueTransfers(
         now: ContinuousClock.Instant, completion: (Int, Result<CurlResponse, CurlError>) -> Void
     ) {
-        var remaining: [(due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int)] = []
+        var remaining:
+            [(
+                due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
+                notAfter: ContinuousClock.Instant?
+            )] = []
+        /// Per origin, transfers of this pass waiting for a connection that is being opened.
+        var waitingForOpeners: [String: Int] = [:]
         for item in pending {
+            if let notAfter = item.notAfter, max(item.due, now) >= notAfter {
+                completion(item.tag, .failure(CurlError(.notStarted)))
+                continue
+            }
             guard item.due <= now else {
                 remaining.append(item)
                 continue
             }
+            var timeout = item.timeout
+            if let notAfter = item.notAfter { timeout = max(min(timeout, (notAfter - now).milliseconds), 1) }
+            var opensConnection = false
+            let key = String(item.request.origin)
+            let origin = origins[key] ?? Origin()
+            if item.request.multiplexes, origin.multiplexes {
+                let freeStreams =
+                    origin.connections * Self.streamsPerConnection - (origin.inFlight - origin.connecting)
+                if freeStreams <= 0 {
+                    // Streams of the connections being opened, less the opener's own.
+                    let comingStreams = origin.connecting * (Self.streamsPerConnection - 1)
+                    if waitingForOpeners[key, default: 0] < comingStreams
+                        || origin.connections + origin.connecting >= maxConnectionsPerHost
+                    {
+                        waitingForOpeners[key, default: 0] += 1
+                        remaining.append(item)
+                        continue
+                    }
+                    opensConnection = true
+                }
+            }
             do {
-                let transfer = try CurlTransfer(request: item.request, tag: item.tag, timeoutMilliseconds: item.timeout)
+                let transfer = try CurlTransfer(
+                    request: item.request, tag: item.tag, timeoutMilliseconds: timeout,
+                    opensConnection: opensConnection)
                 guard ccurl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
                     completion(item.tag, .failure(CurlError(.setupFailed)))
                     continue
                 }
                 active[transfer.handle] = transfer
+                transfer.origin = key
+                origins[key, default: Origin()].inFlight += 1
+                if opensConnection { origins[key, default: Origin()].connecting += 1 }
             } catch {
                 completion(item.tag, .failure(error))
             }
         }
         pending = remaining
+    }
+
+    /// Counts the connections whose handshake finished since the last look: their streams are free for the
+    /// transfers waiting behind them.
+    private func noteConnectedOpeners() {
+        for transfer in active.values where transfer.opensConnection && !transfer.connectionCounted {
+            guard transfer.isConnected else { continue }
+            transfer.connectionCounted = true
+            origins[transfer.origin]?.connecting -= 1
+            origins[transfer.origin]?.connections += 1
+        }
+    }
+
+    /// Updates what the client knows of the transfer's origin once it is done.
+    private func noteFinished(_ transfer: CurlTransfer, code: CURLcode) {
+        guard var origin = origins[transfer.origin] else { return }
+        origin.inFlight -= 1
+        if transfer.opensConnection && !transfer.connectionCounted {
+            transfer.connectionCounted = true
+            origin.connecting -= 1
+            if transfer.isConnected { origin.connections += 1 }
+        }
+        if code == CURLE_OK && transfer.responseHTTPVersion == 1 {
+            // The server did not take HTTP/2: one request per connection, libcurl's per-host pool decides.
+            origin.multiplexes = false
+        } else if code != CURLE_OK && code != CURLE_OPERATION_TIMEDOUT && origin.connections > 0
+            && transfer.connectionsOpened == 0
+        {
+            // Its connection may have gone (a GOAWAY, a reset): the next batch opens another rather than counting
+            // on it.
+            origin.connections -= 1
+        }
+        origins[transfer.origin] = origin
     }
 
     private func collectFinished(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
@@ -110,6 +213,7 @@ public final class CurlClient {
             let code = message.pointee.data.result
             ccurl_multi_remove_handle(multi, handle)
             connectionsOpened += transfer.connectionsOpened
+            noteFinished(transfer, code: code)
             completion(transfer.tag, transfer.result(code: code))
         }
     }
@@ -119,7 +223,10 @@ public final class CurlClient {
     private func abandonAll(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
         let onTheWire = active.values.map(\.tag)
         let neverStarted = pending.map(\.tag)
-        for (handle, _) in active { ccurl_multi_remove_handle(multi, handle) }
+        for (handle, transfer) in active {
+            ccurl_multi_remove_handle(multi, handle)
+            noteFinished(transfer, code: CURLE_OPERATION_TIMEDOUT)
+        }
         active.removeAll()
         pending.removeAll()
         for tag in onTheWire { completion(tag, .failure(CurlError(.deadlineExceeded))) }
@@ -137,16 +244,21 @@ public final class CurlClient {
         _ = ccurl_multi_poll(multi, nil, 0, Int32(duration.milliseconds), nil)
     }
 
-    /// Performs one request and waits for it (the OAuth exchange, the Runtime API).
+    /// Performs one request on this client and waits for it. The connection stays in the client's pool for the
+    /// next request (keep-alive): the Runtime API loop talks to its host over one connection.
+    public func perform(_ request: CurlRequest, timeoutMilliseconds: Int) -> Result<CurlResponse, CurlError> {
+        var outcome: Result<CurlResponse, CurlError> = .failure(CurlError(.deadlineExceeded))
+        schedule(request, tag: 0, timeoutMilliseconds: timeoutMilliseconds)
+        run(until: .now + .milliseconds(timeoutMilliseconds + 500)) { _, result in outcome = result }
+        return outcome
+    }
+
+    /// Performs one request on a client of its own and waits for it (the OAuth exchange, a one-off call).
     public static func perform(_ request: CurlRequest, timeoutMilliseconds: Int) -> Result<
         CurlResponse, CurlError
     > {
         do {
-            let client = try CurlClient(maxConnectionsPerHost: 1)
-            var outcome: Result<CurlResponse, CurlError> = .failure(CurlError(.deadlineExceeded))
-            client.schedule(request, tag: 0, timeoutMilliseconds: timeoutMilliseconds)
-            client.run(until: .now + .milliseconds(timeoutMilliseconds + 500)) { _, result in outcome = result }
-            return outcome
+            return try CurlClient(maxConnectionsPerHost: 1).perform(request, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             return .failure(error)
         }

@@ -22,6 +22,13 @@ final class CurlTransfer {
 
     let handle: UnsafeMutableRawPointer
     let tag: Int
+    /// Asked for a connection of its own (see ``init(request:tag:timeoutMilliseconds:opensConnection:)``).
+    let opensConnection: Bool
+    /// `https://`: the connection is up once the TLS handshake is done.
+    let isTLS: Bool
+    /// The origin ``CurlClient`` counts it under, and whether its own connection has been counted as up.
+    var origin = ""
+    var connectionCounted = false
     private let sink: Sink
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// `CURLOPT_ERRORBUFFER`: libcurl's sentence for a failure, read for TLS failures only.
@@ -29,11 +36,15 @@ final class CurlTransfer {
 
     /// Prepares (but does not start) a transfer, loading libcurl if nothing has yet.
     /// - Throws: ``CurlError`` when libcurl cannot be loaded or refuses the handle or an option.
-    init(request: CurlRequest, tag: Int, timeoutMilliseconds: Int) throws(CurlError) {
+    /// - Parameter opensConnection: a new connection for this transfer, whatever the pool holds (`FRESH_CONNECT`):
+    ///   how ``CurlClient`` opens exactly the HTTP/2 connections a batch needs.
+    init(request: CurlRequest, tag: Int, timeoutMilliseconds: Int, opensConnection: Bool = false) throws(CurlError) {
         try CurlLibrary.load()
         guard let handle = ccurl_easy_init() else { throw CurlError(.setupFailed) }
         self.handle = handle
         self.tag = tag
+        self.opensConnection = opensConnection
+        self.isTLS = request.multiplexes
         self.sink = Sink(
             bodyLimit: request.responseBodyLimit, discardsOversizedBody: request.discardsOversizedBody)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
@@ -66,6 +77,7 @@ final class CurlTransfer {
         if request.url.hasPrefix("https://") {
             try check(ccurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
         }
+        if opensConnection { try check(ccurl_easy_setopt_long(handle, CURLOPT_FRESH_CONNECT, 1)) }
         try check(ccurl_easy_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"))
         try configureTrust(request.trust)
         try check(ccurl_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer))
@@ -147,6 +159,25 @@ final class CurlTransfer {
             CurlResponse(
                 status: status, headers: Self.parseHeaders(sink.headerLines), body: sink.body,
                 bodyExceededLimit: sink.exceededLimit))
+    }
+
+    /// Whether its connection is up: TCP connected and, over TLS, the handshake (and so ALPN) done.
+    var isConnected: Bool {
+        var microseconds: curl_off_t = 0
+        let info = isTLS ? CURLINFO_APPCONNECT_TIME_T : CURLINFO_CONNECT_TIME_T
+        _ = ccurl_easy_getinfo_offset(handle, info, &microseconds)
+        return microseconds > 0
+    }
+
+    /// The HTTP version of its response: 2 for an HTTP/2 stream, 1 for HTTP/1.x, 0 before a response.
+    var responseHTTPVersion: Int {
+        var version = 0
+        _ = ccurl_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
+        switch version {
+        case Int(CURL_HTTP_VERSION_2_0): return 2
+        case Int(CURL_HTTP_VERSION_1_0), Int(CURL_HTTP_VERSION_1_1): return 1
+        default: return version == 0 ? 0 : 3
+        }
     }
 
     /// How many new connections this transfer opened (0 when it reused one).

@@ -28,6 +28,20 @@ public struct CurlRequest: Sendable {
     }
 }
 
+extension CurlRequest {
+    /// Where the request goes as a connection sees it (`https://host:port`): transfers of one origin share
+    /// connections.
+    var origin: Substring {
+        let scheme = url.hasPrefix("https://") ? 8 : url.hasPrefix("http://") ? 7 : 0
+        let rest = url.dropFirst(scheme)
+        return url[..<(rest.firstIndex(of: "/") ?? url.endIndex)]
+    }
+
+    /// Over TLS, where the server offers HTTP/2 by ALPN (as FCM does), the request is one stream of a shared
+    /// connection; plain HTTP is HTTP/1.1 here, one request per connection at a time.
+    var multiplexes: Bool { url.hasPrefix("https://") }
+}
+
 /// A received response; header names are lower-case.
 public struct CurlResponse: Sendable {
     public let status: Int

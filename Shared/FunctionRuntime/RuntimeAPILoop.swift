@@ -23,18 +23,28 @@ struct RuntimeAPILoop<H: InvocationHandling> {
     private var base: String { "http://\(api)/2018-06-01/runtime" }
 
     /// Runs until the Runtime API goes away; returns the exit status.
+    ///
+    /// One client, so one keep-alive connection to the host for every `next` and every result, as a C runtime
+    /// keeps it: no connect, no socket set-up per invocation.
     mutating func run() -> Int32 {
+        let client: CurlClient
+        do {
+            client = try CurlClient(maxConnectionsPerHost: 1)
+        } catch {
+            handler.logger.error("runtime API unreachable", metadata: ["error": .string(error.description)])
+            return 1
+        }
         var failures = 0
         var coldStart = true
         while true {
-            switch nextInvocation() {
+            switch nextInvocation(client) {
             case .success(let invocation):
                 failures = 0
                 if let (renewedHandler, renewedResources) = renew?() {
                     handler.release(resources)
                     (handler, resources) = (renewedHandler, renewedResources)
                 }
-                handle(invocation, coldStart: coldStart)
+                handle(invocation, coldStart: coldStart, client: client)
                 coldStart = false
             case .failure(let error):
                 failures += 1
@@ -55,13 +65,13 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         let tooLarge: Bool
     }
 
-    private func nextInvocation() -> Result<Invocation, CurlError> {
+    private func nextInvocation(_ client: CurlClient) -> Result<Invocation, CurlError> {
         // The host answers when it has an event: wait as long as it takes. An event up to Lambda's own limit is
         // read; a larger one is read to its end and dropped (its request id is still needed to answer it), never
         // counted as the host going away.
         var request = CurlRequest(url: "\(base)/invocation/next", responseBodyLimit: FunctionHost.eventLimit)
         request.discardsOversizedBody = true
-        let result = CurlClient.perform(request, timeoutMilliseconds: 86_400_000)
+        let result = client.perform(request, timeoutMilliseconds: 86_400_000)
         return result.flatMap { response in
             guard response.status == 200, let requestID = response.headers["lambda-runtime-aws-request-id"],
                 !requestID.isEmpty
@@ -83,7 +93,7 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         return ContinuousClock.now + .milliseconds(Int64((remaining * 1000).rounded(.down)))
     }
 
-    private func handle(_ invocation: Invocation, coldStart: Bool) {
+    private func handle(_ invocation: Invocation, coldStart: Bool, client: CurlClient) {
         let started = ContinuousClock.now
         let metrics = InvocationMetrics()
         metrics.set(.coldStart, coldStart ? 1 : 0)
@@ -97,19 +107,20 @@ struct RuntimeAPILoop<H: InvocationHandling> {
                 resources: resources)
         let path = "\(base)/invocation/\(invocation.requestID.percentEncoded)"
         if let body = JSONCoding.encode(result.document) {
-            post("\(path)/response", body: body)
+            post("\(path)/response", body: body, client: client)
             result.afterResponse?.run()
         } else {
             post(
                 "\(path)/error",
-                body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"))
+                body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"),
+                client: client)
         }
         FunctionHost.emitMetrics(metrics, handler: handler, started: started)
     }
 
-    private func post(_ url: String, body: [UInt8]) {
+    private func post(_ url: String, body: [UInt8], client: CurlClient) {
         let request = CurlRequest(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body)
-        if case .failure(let error) = CurlClient.perform(request, timeoutMilliseconds: 10_000) {
+        if case .failure(let error) = client.perform(request, timeoutMilliseconds: 10_000) {
             handler.logger.error("runtime API refused the result", metadata: ["error": .string(error.description)])
         }
     }

@@ -49,6 +49,43 @@ do {
         exit(0)
     }
 
+    // `BENCH_ONLY=push`: the fan-out by device count and the sweep's backlog throughput (issue 29), nothing else.
+    if environment["BENCH_ONLY"] == "push" {
+        let rows = try FanOutBenchmark(
+            databaseURL: databaseURL, deviceCounts: [1, 10, 100, 250, 1000], repetitions: 5, delayMilliseconds: delay,
+            peer: .unavailable(reason: "not run with BENCH_ONLY=push"), peerAPIs: []
+        ).run()
+        var section = """
+
+            ## Push fan-out and backlog (BENCH_ONLY=push)
+
+            FCM emulator over TLS + ALPN h2 answering after \(delay) ms, 100 streams per connection. Medians of 5 rounds
+            after a warm-up round; ratio against the 1-device median of the same run.
+
+            | devices | median ms | × 1-device | connections used | max streams on one |
+            |---:|---:|---:|---:|---:|
+
+            """
+        for row in rows {
+            section += String(
+                format: "| %d | %.1f | %.2f | %d | %d |\n", row.devices, row.medianMilliseconds,
+                row.medianMilliseconds / rows[0].medianMilliseconds, row.connections, row.maxConcurrentStreams)
+        }
+        print(section)
+        let sweep = try DurablePushBenchmark(binDirectory: functionDirectory, databaseURL: databaseURL)
+            .sweepVersusFanOut(deliveries: 10_000, delayMilliseconds: delay, rounds: 2)
+        section += String(
+            format: """
+
+                push-sweep over %d due deliveries (default PUSH_SWEEP_BATCH_SIZE and PUSH_SWEEP_SEND_RATE): %.0f
+                deliveries/s (%d leases); one dispatch fanning out to all of them: %.0f/s.
+
+                """, sweep.deliveries, sweep.sweepPerSecond, sweep.sweepBatches, sweep.fanOutPerSecond)
+        try ("# Benchmarks (push section only)\n" + section).write(toFile: output, atomically: true, encoding: .utf8)
+        print(section)
+        exit(0)
+    }
+
     let peer = FirebaseAdminPeer.Availability.fromEnvironment(environment, repetitions: 5)
     let peerAPIs = ["send_each", "send_each_async"]
     let fanOut = try FanOutBenchmark(

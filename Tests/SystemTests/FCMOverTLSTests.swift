@@ -178,13 +178,14 @@ struct FCMOverTLSTests {
             fake, home.database, ["PUSH_SWEEP_BATCH_SIZE": "1", "PUSH_SEND_DEADLINE_MS": "1000"])
         #expect((summary?["sent"]?.integerValue ?? 0) >= 3)
         let requests = try Self.requests(fake, tokens: home.tokens)
-        let quota = try #require(requests.first)
-        #expect(quota["status"] == .number(429))
-        let later = requests.dropFirst()
-        #expect(later.count >= 3)
-        for request in later {
-            #expect(Self.receivedAt(request) - Self.receivedAt(quota) >= 1950)
-        }
+        let quota = try #require(requests.first { $0["status"] == .number(429) })
+        let others = requests.filter { $0["token"] != quota["token"] }
+        #expect(others.count >= 3)
+        // The sweep leases its next batch while one is in flight, so one batch (of one) may have gone out beside the
+        // 429's; every batch after it waited out the pause.
+        let beforePauseEnd = others.filter { Self.receivedAt($0) - Self.receivedAt(quota) < 1950 }
+        #expect(beforePauseEnd.count <= 1)
+        #expect(beforePauseEnd.allSatisfy { Self.receivedAt($0) - Self.receivedAt(quota) < 500 })
     }
 
     @Test("INVALID_ARGUMENT about the payload (BadRequest details): FAILED, the device stays enabled")

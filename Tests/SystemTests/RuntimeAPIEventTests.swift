@@ -14,7 +14,8 @@ import TestSupport
 struct RuntimeAPIEventTests {
     /// A local Runtime API (Python's http.server, answering as AWS's does) that hands out the events (files named
     /// after the first two arguments) in order, appends `{"kind": "response"|"error", "body": …}` for each answer to
-    /// the file named by the second argument, writes its port to the first, and holds `next` once all are out.
+    /// the file named by the second argument (with the client's port, which names its connection; each `next`'s
+    /// port goes to that file + ".next"), writes its port to the first, and holds `next` once all are out.
     static let fakeRuntimeAPI = #"""
         import http.server, json, sys, threading, time, uuid
         port_file, answers_file = sys.argv[1], sys.argv[2]
@@ -25,6 +26,8 @@ struct RuntimeAPIEventTests {
             def log_message(self, *args):
                 pass
             def do_GET(self):
+                with lock, open(answers_file + ".next", "a") as nexts:
+                    nexts.write(str(self.client_address[1]) + "\n")
                 with lock:
                     event = events.pop(0) if events else None
                 if event is None:
@@ -41,7 +44,8 @@ struct RuntimeAPIEventTests {
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 kind = "response" if self.path.endswith("/response") else "error"
                 with lock, open(answers_file, "a") as answers:
-                    answers.write(json.dumps({"kind": kind, "body": body.decode("utf-8", "replace")}) + "\n")
+                    answers.write(json.dumps({"kind": kind, "body": body.decode("utf-8", "replace"),
+                                              "port": self.client_address[1]}) + "\n")
                 self.send_response(202)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -53,7 +57,9 @@ struct RuntimeAPIEventTests {
         server.serve_forever()
         """#
 
-    @Test("2 MiB events, a 7 MiB one and non-JSON get 413/400 problems; the worker stays up for the next event")
+    @Test(
+        "2 MiB events, a 7 MiB one and non-JSON get 413/400 problems; the worker stays up for the next event, every next and answer on one kept-alive connection"
+    )
     func oversizedAndMalformedEvents() throws {
         _ = TestDatabase.migrated
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("runtime-\(UUID().uuidString)")
@@ -107,12 +113,18 @@ struct RuntimeAPIEventTests {
         }
         waitFor { answers().count >= events.count }
         var statuses: [Int] = []
+        var ports: Set<Int> = []
         for line in answers() {
             let answer = try JSONValue.parse(Array(line.utf8))
             #expect(answer["kind"] == .string("response"))
             let document = try JSONValue.parse(Array((answer["body"]?.stringValue ?? "").utf8))
             statuses.append(Int(document["statusCode"]?.integerValue ?? 0))
+            ports.insert(Int(answer["port"]?.integerValue ?? 0))
         }
+        let nexts = ((try? String(contentsOfFile: answersFile + ".next", encoding: .utf8)) ?? "").split(separator: "\n")
+        ports.formUnion(nexts.compactMap { Int($0) })
+        // Like a C runtime, one connection to the host for the whole loop: no connect per invocation.
+        #expect(nexts.count >= events.count && ports.count == 1, "connections (client ports): \(ports)")
         #expect(statuses == [413, 413, 413, 413, 400, 401])
         // Still waiting for its next event, not gone.
         #expect(worker.isRunning)

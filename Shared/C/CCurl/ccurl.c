@@ -121,6 +121,10 @@ CURLcode ccurl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return CCURL_READY ? api.easy_getinfo(handle, info, value) : CURLE_FAILED_INIT;
 }
 
+CURLcode ccurl_easy_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return CCURL_READY ? api.easy_getinfo(handle, info, value) : CURLE_FAILED_INIT;
+}
+
 CURLM *ccurl_multi_init(void) { return CCURL_READY ? api.multi_init() : NULL; }
 
 CURLMcode ccurl_multi_cleanup(CURLM *multi) { return CCURL_READY ? api.multi_cleanup(multi) : CURLM_INTERNAL_ERROR; }

@@ -43,6 +43,10 @@ public struct Configuration: Sendable {
     public var pushRetentionDays: Int
     /// `PUSH_SWEEP_BATCH_SIZE`: deliveries one lease of `push-sweep` takes.
     public var pushSweepBatchSize: Int
+    /// `PUSH_SWEEP_SEND_RATE`: the most `messages:send` one `push-sweep` process starts per second (a burst of a tenth
+    /// of a second's worth at most). The default stays below FCM's project quota of 600,000 a minute (10,000 a
+    /// second), leaving room for the recordings' own sends.
+    public var pushSweepSendRate: Int
     /// `PUSH_SWEEP_TIME_LIMIT_MS`: how long one `push-sweep` run may lease and send, when its host gives no
     /// deadline of its own (one-shot mode); under the Runtime API the invocation's deadline bounds it too.
     public var pushSweepTimeLimitMilliseconds: Int
@@ -142,11 +146,16 @@ public struct Configuration: Sendable {
             unit: "devices")
         pushRetentionDays = integer("PUSH_RETENTION_DAYS", default: 30, range: 1...3650, unit: "days")
         pushSweepBatchSize = integer("PUSH_SWEEP_BATCH_SIZE", default: 1000, range: 1...10_000, unit: "deliveries")
+        pushSweepSendRate = integer(
+            "PUSH_SWEEP_SEND_RATE", default: Self.defaultSweepSendRate, range: 1...10_000, unit: "sends per second")
         pushSweepTimeLimitMilliseconds = integer(
             "PUSH_SWEEP_TIME_LIMIT_MS", default: 50_000, range: 1000...900_000, unit: "milliseconds")
         self.errors = errors
         metricsNamespace = value("METRICS_NAMESPACE") ?? "CaregiverPush"
     }
+
+    /// `PUSH_SWEEP_SEND_RATE`'s default: 8,000 sends a second, below FCM's 10,000 a second project quota.
+    public static let defaultSweepSendRate = 8000
 
     /// Checks what every invocation needs: a database URL and at least one way to verify caregiver tokens.
     /// - Throws: the first ``ConfigurationError`` that makes the function unusable.

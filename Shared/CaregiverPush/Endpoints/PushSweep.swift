@@ -12,7 +12,8 @@ import Logging
 /// 3. marks `EXPIRED` what is due but whose event is older than `PUSH_MAX_AGE_SECONDS`: never sent late;
 /// 4. leases due deliveries in batches of `PUSH_SWEEP_BATCH_SIZE` (`FOR UPDATE SKIP LOCKED`: two sweeps never hold
 ///    the same delivery) and sends them through the recording functions' own path, until nothing is due or its
-///    time is up;
+///    time is up: the next batch is leased while the last is still in flight (no stop-and-wait per batch), sends
+///    start at most `PUSH_SWEEP_SEND_RATE` a second, and a 429 with `Retry-After` pauses all of them;
 /// 5. deletes final deliveries, then events without deliveries, older than `PUSH_RETENTION_DAYS`.
 ///
 /// Every step works in bounded batches. The summary (counts) is the invocation's response.
@@ -59,6 +60,7 @@ public struct PushSweep: ScheduledJob {
         let dispatcher = PushDispatcher(configuration: configuration, logger: context.logger)
         // A batch needs time to be worth leasing: its leases would otherwise only run out.
         let minimumBatchTime = Duration.milliseconds(min(configuration.pushSendDeadlineMilliseconds, 2000))
+        let pacer = SendPacer(perSecond: configuration.pushSweepSendRate)
         while runDeadline - .now >= minimumBatchTime {
             // FCM asked this sender to pause (429 with Retry-After): wait it out when the run has time left after it.
             if let pausedUntil = (try? context.push.httpClient())?.pausedUntil, pausedUntil > .now {
@@ -68,17 +70,20 @@ public struct PushSweep: ScheduledJob {
                 }
                 ThreadSleep.sleep(until: pausedUntil)
             }
+            // Leases keep coming while earlier sends are in flight (at most two batches outstanding), paced below
+            // FCM's quota; the loop goes round again only after a pause FCM asked for.
             let batch = dispatcher.run(
                 limit: configuration.pushSweepBatchSize, eventKey: nil, database: context.database,
                 push: context.push, deadline: min(dispatcher.sendDeadline(hostDeadline: nil), runDeadline),
-                logger: context.logger)
+                logger: context.logger,
+                continuation: .init(runDeadline: runDeadline, minimumLeaseTime: minimumBatchTime, pacer: pacer))
             if let reason = batch.skippedReason {
                 summary.stoppedEarly = reason
                 break
             }
-            summary.batches += 1
+            summary.batches += batch.leases
             report.add(batch)
-            if batch.leased < configuration.pushSweepBatchSize { break }
+            if !batch.moreDue { break }
         }
         summary.leased = report.leased
         summary.sent = report.sent

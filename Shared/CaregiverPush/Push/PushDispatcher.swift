@@ -46,6 +46,10 @@ public struct PushDispatcher {
         /// Back to `PENDING` for a later attempt.
         public var retryScheduled = 0
         public var connectionsOpened = 0
+        /// Leases taken (a sweep's run takes several while it sends).
+        public var leases = 0
+        /// The run stopped taking leases for a pause FCM asked for, not for want of due deliveries.
+        public var moreDue = false
         public var skippedReason: String?
 
         mutating func add(_ other: Report) {
@@ -55,6 +59,7 @@ public struct PushDispatcher {
             failed += other.failed
             retryScheduled += other.retryScheduled
             connectionsOpened += other.connectionsOpened
+            leases += other.leases
         }
 
         /// Adds the push counters to an invocation's metrics.
@@ -91,10 +96,19 @@ public struct PushDispatcher {
         return report
     }
 
-    /// One lease-send-record round: everything due (of `eventKey`, or of any event), at most `limit` deliveries.
+    /// How `push-sweep` keeps one run going: more leases of `limit` while earlier sends are in flight, each with
+    /// its own send deadline, none after `runDeadline` less `minimumLeaseTime`, paced by `pacer`.
+    struct Continuation {
+        let runDeadline: ContinuousClock.Instant
+        let minimumLeaseTime: Duration
+        let pacer: SendPacer
+    }
+
+    /// Lease, send, record: everything due (of `eventKey`, or of any event), at most `limit` deliveries a lease; one
+    /// lease, or with `continuation` as many as come due while it sends.
     func run(
         limit: Int, eventKey: String?, database: DatabaseSession, push: PushResources,
-        deadline: ContinuousClock.Instant, logger log: Logger
+        deadline: ContinuousClock.Instant, logger log: Logger, continuation: Continuation? = nil
     ) -> Report {
         guard configuration.pushEnvironment != nil else {
             if configuration.fcmServiceAccountBase64 != nil || configuration.fcmServiceAccountFile != nil {
@@ -149,13 +163,35 @@ public struct PushDispatcher {
             return Report()
         }
         let opened = client.connectionsOpened
-        let outcomes = send(
-            lease.deliveries, accessToken: accessToken, provider: provider, client: client, database: database,
-            deadline: deadline, logger: log)
-        var report = Report(leased: lease.deliveries.count)
+        var report = Report()
+        let refill = continuation.map { continuation in
+            Refill(
+                next: {
+                    guard continuation.runDeadline - .now >= continuation.minimumLeaseTime else { return nil }
+                    let leaseDeadline = min(sendDeadline(hostDeadline: nil), continuation.runDeadline)
+                    do {
+                        let next = try DeliveryQueue.lease(
+                            eventKey: eventKey, limit: limit, configuration: configuration, database: database)
+                        return Lease(token: next.token, deliveries: next.deliveries, deadline: leaseDeadline)
+                    } catch {
+                        log.error(
+                            "push: the next deliveries could not be leased",
+                            metadata: ["error.type": .string(String(describing: type(of: error)))])
+                        return nil
+                    }
+                }, batchSize: limit, pacer: continuation.pacer)
+        }
+        report.moreDue = send(
+            Lease(token: lease.token, deliveries: lease.deliveries, deadline: deadline), accessToken: accessToken,
+            provider: provider, client: client, database: database, refill: refill,
+            until: continuation?.runDeadline ?? deadline, logger: log
+        ) { done, outcomes in
+            var leaseReport = Report(leased: done.deliveries.count, leases: 1)
+            tally(outcomes, into: &leaseReport, logger: log)
+            DeliveryQueue.record(outcomes, lease: done.token, database: database, logger: log)
+            report.add(leaseReport)
+        }
         report.connectionsOpened = client.connectionsOpened - opened
-        tally(outcomes, into: &report, logger: log)
-        DeliveryQueue.record(outcomes, lease: lease.token, database: database, logger: log)
         log.info(
             "push dispatched",
             metadata: [

@@ -36,6 +36,7 @@ typedef size_t (*ccurl_write_callback)(char *data, size_t size, size_t count, vo
 CURLcode ccurl_easy_setopt_write_function(CURL *handle, CURLoption option, ccurl_write_callback callback);
 CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode ccurl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
+CURLcode ccurl_easy_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value);
 
 CURLM *ccurl_multi_init(void);
 CURLMcode ccurl_multi_cleanup(CURLM *multi);
