@@ -30,7 +30,7 @@ command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 # The fan-out tests (make test) put a real TLS + HTTP/2 front (nghttpx, the nghttp2 project's proxy) before the FCM
 # emulator, so libcurl's multiplexing is checked against a server that is not ours.
-command -v nghttpx >/dev/null 2>&1 || missing+=(nghttp2-proxy)
+[ -x /usr/sbin/nghttpx ] || missing+=(nghttp2-proxy)  # in /usr/sbin: not on a normal user's PATH
 # The Lambda builds link libstdc++ statically (scripts/release.sh).
 [ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
 
