@@ -36,7 +36,7 @@ debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.log" 2>&1 \
     || { tail -n 20 "$root.log" >&2; exit 1; }
 # What the check relies on: the root has no copy of the libraries the zip must bring.
 for library in libpq.so.5 libcurl.so.4 libssl.so.3 libcrypto.so.3; do
-    if find "$root/usr/lib" "$root/lib" -name "$library*" 2>/dev/null | grep -q .; then
+    if [ -n "$(find "$root/usr/lib" "$root/lib" -name "$library*" 2>/dev/null)" ]; then
         echo "minroot: $root already holds $library; it cannot show that the zip brings its own" >&2
         exit 1
     fi

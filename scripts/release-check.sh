@@ -54,7 +54,7 @@ for zip in dist/lambda/*.zip; do
     functions+=("$function")
     python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$root$inside/$function"
     chmod +x "$root$inside/$function/bootstrap"
-    if ldd "$root$inside/$function/bootstrap" | grep -q libswiftCore; then
+    if [[ "$(ldd "$root$inside/$function/bootstrap")" == *libswiftCore* ]]; then
         echo "release check: $function's bootstrap links libswiftCore dynamically" >&2
         exit 1
     fi

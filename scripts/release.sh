@@ -27,8 +27,10 @@ functions=($(python3 -c 'import json; print(" ".join(f["name"] for f in json.loa
 dlopened=(libcurl.so.4)
 dlopened_paths=()
 for soname in "${dlopened[@]}"; do
+    # awk reads ldconfig's whole list: leaving at the first match would end ldconfig with SIGPIPE once the list
+    # outgrows a pipe's buffer (a machine with many libraries), and pipefail would make that the script's failure.
     path=$(PATH="$PATH:/sbin:/usr/sbin" ldconfig -p \
-        | awk -v soname="$soname" '$1 == soname && /x86-64/ {print $NF; exit}')
+        | awk -v soname="$soname" '$1 == soname && /x86-64/ && path == "" {path = $NF} END {print path}')
     [ -n "$path" ] || { echo "release: $soname not found (apt-get install libcurl4-openssl-dev)" >&2; exit 1; }
     dlopened_paths+=("$path")
 done
