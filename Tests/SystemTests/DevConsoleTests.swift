@@ -48,25 +48,10 @@ final class DevStack {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         self.process = process
-        let buffer = stderrBuffer
-        let reader = stderr.fileHandleForReading
-        Thread {
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-            }
-        }.start()
+        stderrBuffer.drain(stderr.fileHandleForReading)
         // The banner ends with the stdin invocation's line; read on a thread of its own, waited for with a deadline.
         let printed = LockedData()
-        let handle = stdout.fileHandleForReading
-        Thread {
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                printed.append(chunk)
-            }
-        }.start()
+        printed.drain(stdout.fileHandleForReading)
         func complete(_ text: String) -> Bool {
             guard let start = text.range(of: "\nsed -e ") else { return false }
             return text[start.upperBound...].contains("\n")
@@ -82,7 +67,7 @@ final class DevStack {
         else {
             process.terminate()
             process.waitUntilExit()
-            throw RunnerServer.ServerError.didNotStart(text + String(decoding: buffer.value, as: UTF8.self))
+            throw RunnerServer.ServerError.didNotStart(text + String(decoding: stderrBuffer.value, as: UTF8.self))
         }
         self.port = port
     }

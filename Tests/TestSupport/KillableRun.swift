@@ -36,8 +36,8 @@ package final class KillableRun {
         self.process = process
         try input.fileHandleForWriting.write(contentsOf: event)
         try input.fileHandleForWriting.close()
-        Self.drain(errors.fileHandleForReading, into: stderr, group: readers)
-        if !stalledStdout { Self.drain(output.fileHandleForReading, into: stdout, group: readers) }
+        stderr.drain(errors.fileHandleForReading, group: readers)
+        if !stalledStdout { stdout.drain(output.fileHandleForReading, group: readers) }
     }
 
     package var pid: Int32 { process.processIdentifier }
@@ -93,18 +93,6 @@ package final class KillableRun {
         let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 4096)
         while chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
         _ = fcntl(descriptor, F_SETFL, flags)
-    }
-
-    private static func drain(_ handle: FileHandle, into buffer: LockedData, group: DispatchGroup) {
-        group.enter()
-        Thread {
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-            }
-            group.leave()
-        }.start()
     }
 }
 

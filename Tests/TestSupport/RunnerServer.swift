@@ -37,16 +37,7 @@ package final class RunnerServer {
         let buffer = stderrBuffer
         try process.run()
         self.process = process
-        let reader = stderr.fileHandleForReading
-        // A thread of its own: a blocked read on DispatchQueue.global() waits for libdispatch to grow its pool, and
-        // with the suites' many readers that can take longer than a test.
-        Thread {
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-            }
-        }.start()
+        buffer.drain(stderr.fileHandleForReading)
         guard let port = announcedPort(stdout) else {
             process.terminate()
             throw ServerError.didNotStart(String(decoding: buffer.value, as: UTF8.self))
@@ -209,6 +200,21 @@ package final class LockedData: Sendable {
     package init() {}
     package func append(_ data: Data) { storage.withLock { $0.append(data) } }
     package var value: Data { storage.withLock { $0 } }
+
+    /// Appends what `handle` yields until its end, read on a thread of its own (a blocked read on
+    /// DispatchQueue.global() waits for libdispatch to grow its pool, and with the suites' many readers that can take
+    /// longer than a test); `group`, when given, is left at the end.
+    package func drain(_ handle: FileHandle, group: DispatchGroup? = nil) {
+        group?.enter()
+        Thread {
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                self.append(chunk)
+            }
+            group?.leave()
+        }.start()
+    }
 }
 
 /// HTTP to a runner, usable from many threads at once.
