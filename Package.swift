@@ -15,7 +15,8 @@ let functions: [(product: String, target: String)] = [
     ("slot-bulk-record", "SlotBulkRecord"),
     ("prn-record", "PrnRecord"),
     ("push-sweep", "PushSweep"),
-    // Deploy time only: the CloudFormation custom resource that migrates (no route, no schedule; not in the table).
+    // Deploy time only: the CloudFormation custom resource that migrates (no route, no schedule; `"deploy"` in the
+    // table). FunctionListTests holds this list equal to infra/functions.json, names and order.
     ("db-migrate", "DbMigrate"),
 ]
 

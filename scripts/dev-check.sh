@@ -15,7 +15,9 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 mode=${1:?usage: dev-check.sh root | user | self}
 bin=$(swift build --show-bin-path)
-for product in runner push-register push-unregister dose-record slot-bulk-record prn-record push-sweep; do
+# What runner dev runs: the runner and the functions of infra/functions.json that are not deploy-time only.
+served=($(python3 -c 'import json; print(" ".join(f["name"] for f in json.load(open("infra/functions.json"))["functions"] if "deploy" not in f))'))
+for product in runner "${served[@]}"; do
     [ -x "$bin/$product" ] || { echo "dev-check: $bin/$product is missing: swift build first" >&2; exit 1; }
 done
 free_port() {
@@ -72,7 +74,7 @@ trap cleanup EXIT
 
 # The build, where the user can run it: a copy of the executables (the checkout may be closed to that user).
 mkdir -p "$work/bin"
-cp "$bin"/{runner,push-register,push-unregister,dose-record,slot-bulk-record,prn-record,push-sweep} "$work/bin/"
+for product in runner "${served[@]}"; do cp "$bin/$product" "$work/bin/"; done
 chmod -R a+rX "$work/bin"
 git -c safe.directory="$repo" clone -q --no-hardlinks "$repo" "$work/clone.git-src"
 chmod -R a+rX "$work/clone.git-src"
@@ -120,7 +122,7 @@ while IFS= read -r line; do
     output=$(cd "$clone" && "${as_user[@]}" bash -c "$line" 2>&1) || { fail "exit $? from: ${line:0:80}…"; continue; }
     case "$line" in
     curl*/_emulator/fcm/messages)
-        echo "$output" | grep -q '"token":"demo-device-token-caregiver-phone"' \
+        [[ "$output" == *'"token":"demo-device-token-caregiver-phone"'* ]] \
             || fail "the emulator shows no message to the demo phone: $output"
         ;;
     curl*)

@@ -31,6 +31,17 @@ struct StrictInputTests {
         try TestDatabase.with { try $0.query(sql).single?.decode(Int.self, at: 0) ?? -1 }
     }
 
+    @Test("the endpoints checked here are every routed function of infra/functions.json")
+    func endpointsAreTheRoutedFunctions() throws {
+        let table = try JSONValue.parse(
+            String(contentsOf: Repository.root.appendingPathComponent("infra/functions.json"), encoding: .utf8))
+        let routed = (table["functions"]?.arrayValue ?? []).filter { $0["path"] != nil }.compactMap {
+            $0["name"]?.stringValue
+        }
+        #expect(!routed.isEmpty)
+        #expect(Set(Self.endpoints.map(\.functionName)) == Set(routed))
+    }
+
     @Test("UUID(exactly:) takes 36 ASCII characters of the UUID grammar and nothing else")
     func exactUUID() {
         let text = "6f1c2a4e-8d3b-4c5a-9e7f-0a1b2c3d4e5f"

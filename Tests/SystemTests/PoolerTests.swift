@@ -258,6 +258,9 @@ struct PoolerTests {
             ),
             ("push-sweep", Data("{}".utf8)),
         ]
+        // Every function that runs at request or schedule time (db-migrate runs below, as the runner's migrate).
+        let table = try FunctionTable(contentsOf: Repository.root.appendingPathComponent("infra/functions.json"))
+        #expect(Set(runs.map(\.0)) == Set(table.functions.filter { $0.deploy == nil }.map(\.name)))
         var statuses: [String: Int] = [:]
         for (function, event) in runs {
             let run = try Executables.run(function, input: event, environment: environment)
