@@ -113,4 +113,4 @@ clean:
 	-scripts/pg.sh stop $(DEV_PG_DIR)
 	@# As root with a checkout postgres cannot reach, .data/postgres and .data/pgbouncer link to the cluster's home.
 	for link in $(DEV_PG_DIR) .data/pgbouncer; do if [ -L "$$link" ]; then rm -rf "$$(readlink -f "$$link")"; fi; done
-	rm -rf .build .data
+	rm -rf .build .build-lever-* .data

@@ -175,6 +175,8 @@ let package = Package(
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
                 "ProcessSupervision",
                 "FCMEmulator",
+                // nghttpx in front of the emulator, as the system tests start it.
+                "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/Benchmarks",

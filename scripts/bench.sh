@@ -79,11 +79,45 @@ unpack_release() {
     export BENCH_LAMBDA_DIRECTORY BENCH_LAMBDA_ZIPS BENCH_FUNCTIONS_DIRECTORY
 }
 
+# The cold-start levers, each alone (docs/benchmarks.md, "Cold-start levers"): push-register as shipped but with one
+# lever changed, each in .build/bench-levers/<lever>/bootstrap beside the shipped lib/. After unpack_release.
+#   unstripped         the release binary before release.sh strips it (what RELEASE_STRIP=0 ships)
+#   function-sections  a release build of its own with -Xfrontend -function-sections, stripped as shipped
+#   lld                a release build of its own linked by lld instead of gold (swiftc's default on Linux)
+#   relr               a release build of its own linked by lld with -z pack-relative-relocs (DT_RELR): measured
+#                      here (Debian 12, glibc 2.36), not shippable (Amazon Linux 2023's glibc 2.34 lacks DT_RELR)
+stage_levers() {
+    local levers=$PWD/.build/bench-levers shipped=$PWD/.build/bench-lambda/push-register bin
+    rm -rf "$levers"
+    mkdir -p "$levers/unstripped"
+    bin=$(swift build -c release --show-bin-path)
+    cp "$bin/push-register" "$levers/unstripped/bootstrap"
+    patchelf --set-rpath '$ORIGIN/lib' "$levers/unstripped/bootstrap"
+    ln -s "$shipped/lib" "$levers/unstripped/lib"
+    lever_build function-sections "-Xfrontend -function-sections"
+    lever_build lld "-use-ld=lld"
+    lever_build relr "-use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs"
+    export BENCH_LEVERS_DIRECTORY=$levers
+}
+
+# lever_build NAME SWIFTC_FLAGS: push-register's zip built by release.sh with those flags in .build-lever-NAME,
+# unzipped into .build/bench-levers/NAME.
+lever_build() {
+    local name=$1 flags=$2 variant=$PWD/.build/bench-levers/$1
+    RELEASE_FUNCTIONS=push-register RELEASE_SCRATCH_PATH=.build-lever-$name RELEASE_DIST=.build-lever-$name/dist \
+        RELEASE_SWIFTC_FLAGS="$flags" scripts/release.sh
+    mkdir -p "$variant"
+    python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+        ".build-lever-$name/dist/lambda/push-register.zip" "$variant"
+    chmod 755 "$variant/bootstrap"
+}
+
 if [ "${1:-}" = "--inside" ]; then
     if [ "${BENCH_ONLY:-}" = startup ]; then
         # Only what the section runs: the bench itself, the shipped functions, the floors.
         swift build -c "$configuration" --product bench
         unpack_release
+        stage_levers
         build_floors
         exec "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
     fi
@@ -96,6 +130,7 @@ if [ "${1:-}" = "--inside" ]; then
     prepare_peer
     swift build -c "$configuration"
     unpack_release
+    stage_levers
     build_floors
     # The pgbench floor, from the PostgreSQL install.
     BENCH_PGBENCH=$(ls -d /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | sort -V | tail -n 1 || true)

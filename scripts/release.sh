@@ -16,11 +16,20 @@
 # libstdc++ (GCC 12's needs GLIBC_2.36 and GLIBCXX_3.4.30, which AL2023's GCC 11 lacks) is linked statically, and
 # scripts/lambda-glibc-compat.c stands in for the three references that would need 2.35 or 2.36. scripts/zip-check.py
 # (make test) fails when anything in a zip needs more. Zipped and unzipped sizes are printed per zip.
+#
+# For the benchmark's cold-start levers (scripts/bench.sh), a variant build elsewhere: RELEASE_FUNCTIONS (a
+# space-separated subset), RELEASE_SWIFTC_FLAGS (more -Xswiftc flags, space-separated), RELEASE_SCRATCH_PATH (its own
+# build folder, default .build) and RELEASE_DIST (where the zips go, default dist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The function list is infra/functions.json (routed, scheduled and deploy-time functions alike).
 functions=($(python3 -c 'import json; print(" ".join(f["name"] for f in json.load(open("infra/functions.json"))["functions"]))'))
+if [ -n "${RELEASE_FUNCTIONS:-}" ]; then
+    functions=($RELEASE_FUNCTIONS)
+fi
+scratch=${RELEASE_SCRATCH_PATH:-.build}
+dist=${RELEASE_DIST:-dist}
 [ ${#functions[@]} -gt 0 ] || { echo "release: no functions found in infra/functions.json" >&2; exit 1; }
 # Loaded with dlopen on first use (Shared/C/CCurl), so not among the binary's DT_NEEDED: bundled by name, with the
 # closure of their own dependencies, from where this machine's loader finds them.
@@ -39,7 +48,7 @@ host_libraries='^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|li
 
 # Link inputs for the Lambda builds: a directory holding only libstdc++.a (searched before the system's, so the
 # runtime's -lstdc++ links it statically) and the compatibility object.
-link=.build/lambda-link
+link=$scratch/lambda-link
 mkdir -p "$link"
 libstdcxx=$(clang -print-file-name=libstdc++.a)
 [ -f "$libstdcxx" ] || { echo "release: libstdc++.a not found (apt-get install libstdc++-12-dev)" >&2; exit 1; }
@@ -49,23 +58,27 @@ link_flags=(-Xlinker -L -Xlinker "$PWD/$link" -Xlinker "$PWD/$link/glibc-compat.
 for symbol in hypot hypotf arc4random; do
     link_flags+=(-Xlinker "--wrap=$symbol")
 done
+link_flags+=(--scratch-path "$scratch")
+for flag in ${RELEASE_SWIFTC_FLAGS:-}; do
+    link_flags+=(-Xswiftc "$flag")
+done
 
 # One product per invocation: `swift build` builds only the last of several --product options.
 for function in "${functions[@]}"; do
     swift build -c release --static-swift-stdlib "${link_flags[@]}" --product "$function"
 done
 bin=$(swift build -c release --static-swift-stdlib "${link_flags[@]}" --show-bin-path)
-rm -rf dist/lambda dist/lambda-debug
-mkdir -p dist/lambda
+rm -rf "$dist/lambda" "$dist/lambda-debug"
+mkdir -p "$dist/lambda"
 for function in "${functions[@]}"; do
-    stage=dist/lambda/$function
+    stage=$dist/lambda/$function
     mkdir -p "$stage/lib"
     # Shipped stripped: the symbol and debug sections (most of the file) stay here, in dist/lambda-debug, linked by
     # a .gnu_debuglink, for gdb and symbolised crash reports (RELEASE_STRIP=0 ships the unstripped binary).
     if [ "${RELEASE_STRIP:-1}" = 1 ]; then
-        mkdir -p dist/lambda-debug
-        objcopy --only-keep-debug "$bin/$function" "dist/lambda-debug/$function.debug"
-        objcopy --strip-all --add-gnu-debuglink="dist/lambda-debug/$function.debug" "$bin/$function" \
+        mkdir -p "$dist/lambda-debug"
+        objcopy --only-keep-debug "$bin/$function" "$dist/lambda-debug/$function.debug"
+        objcopy --strip-all --add-gnu-debuglink="$dist/lambda-debug/$function.debug" "$bin/$function" \
             "$stage/bootstrap"
     else
         cp "$bin/$function" "$stage/bootstrap"
@@ -95,7 +108,7 @@ for function in "${functions[@]}"; do
         cp "$DATABASE_CA_BUNDLE" "$stage/database-ca.pem"
         chmod 0644 "$stage/database-ca.pem"
     fi
-    python3 - "$stage" "dist/lambda/$function.zip" <<'PY'
+    python3 - "$stage" "$dist/lambda/$function.zip" <<'PY'
 import os, sys, zipfile
 stage, target = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -110,7 +123,7 @@ with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
                 archive.writestr(info, source.read())
 PY
     rm -rf "$stage"
-    python3 - "dist/lambda/$function.zip" <<'PY'
+    python3 - "$dist/lambda/$function.zip" <<'PY'
 import os, sys, zipfile
 path = sys.argv[1]
 unzipped = sum(info.file_size for info in zipfile.ZipFile(path).infolist())

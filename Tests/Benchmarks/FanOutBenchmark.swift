@@ -1,7 +1,9 @@
+import Codecs
 import Libpq
 import CaregiverPush
 import Foundation
 import Logging
+import TestSupport
 
 /// Fan-out of one dose event to N devices against an FCM that answers after a fixed delay: how close the
 /// dispatcher comes to one round trip, whatever N — and, when it can run, Google's Python Admin SDK doing the same
@@ -30,14 +32,26 @@ struct FanOutBenchmark {
     let peer: FirebaseAdminPeer.Availability
     /// The SDK's entry points to measure: `send_each` (a thread per message over requests) first.
     let peerAPIs: [String]
+    /// What the dispatcher talks to: the emulator's own TLS + HTTP/2 listener, or nghttpx (a TLS + HTTP/2 front that
+    /// is not ours) in front of the emulator's plain HTTP/1.1 one.
+    var front: Front = .emulator
+
+    enum Front {
+        case emulator, nghttpx
+    }
 
     func run() throws -> [Row] {
-        let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds)
-        let configuration = Configuration(
-            environment: [
-                "DATABASE_URL": databaseURL, "SUPABASE_JWT_SECRET": String(repeating: "b", count: 32),
-                "PUSH_ENVIRONMENT": "DEV", "PUSH_SEND_DEADLINE_MS": "60000",
-            ].merging(emulator.environment) { _, new in new })
+        let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds, tls: front == .emulator)
+        let nghttpx = front == .nghttpx ? try Nghttpx(backendPort: emulator.port) : nil
+        var environment = [
+            "DATABASE_URL": databaseURL, "SUPABASE_JWT_SECRET": String(repeating: "b", count: 32),
+            "PUSH_ENVIRONMENT": "DEV", "PUSH_SEND_DEADLINE_MS": "60000",
+        ].merging(emulator.environment) { _, new in new }
+        if let nghttpx {
+            environment["FCM_API_BASE_URL"] = nghttpx.baseURL
+            environment["SSL_CERT_FILE"] = nghttpx.certificateFile
+        }
+        let configuration = Configuration(environment: environment)
         var quiet = Logger(label: "bench")
         quiet.logLevel = .error
         let database = DatabaseSession(url: databaseURL)
@@ -66,6 +80,7 @@ struct FanOutBenchmark {
                         connection: connection)
                 }
                 let firstRequest = emulator.requestCount()
+                let firstLogged = try nghttpx?.accessLog().count ?? 0
                 let start = ContinuousClock.now
                 let report = dispatcher.dispatch(
                     eventKey: event.eventKey, database: database, push: push,
@@ -78,6 +93,9 @@ struct FanOutBenchmark {
                     samples.append(
                         Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
                     usage = emulator.connectionUsage(since: firstRequest)
+                    if let nghttpx {
+                        usage = try Self.frontUsage(nghttpx, since: firstLogged, sends: count)
+                    }
                 }
             }
             let mints = emulator.counts().mints - mintsBefore
@@ -99,6 +117,25 @@ struct FanOutBenchmark {
     }
 
     private static let displayName = "ベンチ"
+
+    /// The connections a round's sends arrived on at nghttpx (one client port per connection) and whether each was an
+    /// HTTP/2 stream; the most streams in flight on one connection is not in its log, so it is the sends per
+    /// connection at most. nghttpx logs a request when it has answered it: waits (bounded) until all are logged.
+    private static func frontUsage(_ front: Nghttpx, since first: Int, sends: Int) throws -> (
+        connections: Int, maxConcurrentStreams: Int, allHTTP2: Bool
+    ) {
+        var entries: [Nghttpx.Entry] = []
+        for _ in 0..<200 {
+            entries = try front.accessLog().dropFirst(first).filter { $0.path.hasSuffix("/messages:send") }
+            if entries.count >= sends { break }
+            ThreadSleep.sleep(for: .milliseconds(10))
+        }
+        let byConnection = Dictionary(grouping: entries, by: \.clientPort)
+        return (
+            byConnection.count, byConnection.values.map(\.count).max() ?? 0,
+            entries.count == sends && entries.allSatisfy { $0.alpn == "h2" && $0.status == 200 }
+        )
+    }
 
     /// A patient with one linked caregiver owning `devices` enabled DEV devices, and those devices' tokens.
     private func seedHousehold(devices: Int, connection: PostgresConnection) throws -> (

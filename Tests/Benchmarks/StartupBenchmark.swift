@@ -106,6 +106,47 @@ struct StartupBenchmark {
         }
     }
 
+    /// One cold-start lever: push-register built with that lever changed (`variant`, a `bootstrap` beside the shipped
+    /// one's `lib/`) against the shipped bootstrap, cold through stdin to stdout's EOF, alternated run by run; and
+    /// what the loader must do for each (file size, relative relocations from `readelf -d`'s `RELACOUNT`).
+    struct Lever {
+        let name: String
+        let timing: Pair
+        let bytes: (variant: Int, shipped: Int)
+        let relativeRelocations: (variant: String, shipped: String)
+    }
+
+    func lever(_ name: String, variant: String, event: [UInt8], runs: Int) throws -> Lever {
+        let shipped = bootstrap("push-register")
+        let timing = try interleaved(runs: runs, ours: variant, floor: shipped) { executable in
+            let outcome = try Spawn.run(executable: executable, environment: environment, input: event)
+            try expect(outcome, status: 200, executable)
+            return outcome.milliseconds
+        }
+        return Lever(
+            name: name, timing: timing,
+            bytes: (Self.fileSize(variant) ?? 0, Self.fileSize(shipped) ?? 0),
+            relativeRelocations: (Self.relativeRelocations(variant), Self.relativeRelocations(shipped)))
+    }
+
+    /// The relative relocations the loader applies before `main`: `RELACOUNT` of the dynamic section, or, packed as
+    /// DT_RELR, the size of that table.
+    static func relativeRelocations(_ executable: String) -> String {
+        guard
+            let result = try? ChildProcess.run(
+                executable: URL(fileURLWithPath: "/usr/bin/env"), arguments: ["readelf", "-d", executable],
+                input: Data())
+        else { return "?" }
+        let lines = String(decoding: result.standardOutput, as: UTF8.self).split(separator: "\n")
+        func value(_ tag: String) -> String? {
+            lines.first { $0.contains("(\(tag))") }?.split(separator: ")").last?
+                .trimmingCharacters(in: .whitespaces)
+        }
+        if let count = value("RELACOUNT") { return count }
+        if let packed = value("RELRSZ") { return "packed: DT_RELR table of \(packed)" }
+        return "?"
+    }
+
     /// Where a warm invocation's time goes: system calls and Runtime API connections per invocation, for each side.
     struct WarmProfile {
         let invocations: Int
@@ -435,13 +476,24 @@ struct StartupBenchmark {
 /// The markdown of the start-up section, from `scripts/bench.sh`'s artifacts and floors:
 /// `BENCH_LAMBDA_DIRECTORY` (the unzipped zips), `BENCH_LAMBDA_ZIPS`, `BENCH_C_DIRECTORY` and the static
 /// `BENCH_TRIVIAL_BINARY`.
-func startupSection(databaseURL: String, environment: [String: String]) throws -> String {
+/// What the floor summary (``FloorSummary``) reads from the start-up section.
+struct StartupFigures {
+    let cold: StartupBenchmark.Pair
+    let runtimeCold: StartupBenchmark.Pair
+    let runtimeWarm: StartupBenchmark.Pair
+    let resident: StartupBenchmark.Pair?
+}
+
+func startupSection(databaseURL: String, environment: [String: String]) throws -> (
+    markdown: String, figures: StartupFigures?
+) {
     guard let lambda = environment["BENCH_LAMBDA_DIRECTORY"], let zips = environment["BENCH_LAMBDA_ZIPS"],
         let floors = environment["BENCH_C_DIRECTORY"]
     else {
-        return
+        return (
             "\n## Start-up against C\n\nNot measured: scripts/bench.sh sets BENCH_LAMBDA_DIRECTORY, BENCH_LAMBDA_ZIPS "
-            + "and BENCH_C_DIRECTORY.\n"
+                + "and BENCH_C_DIRECTORY.\n", nil
+        )
     }
     let benchmark = StartupBenchmark(
         lambdaDirectory: URL(fileURLWithPath: lambda), zipDirectory: URL(fileURLWithPath: zips),
@@ -522,9 +574,10 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
             "start-up alone, against a static trivial C program", staticFloor, "ms", nil,
             "\(runs) runs each, against `c/trivial` built with `-static`")
     }
-    if let register = resident.functions.first(where: { $0.function == "push-register" }) {
-        let pair = StartupBenchmark.Pair(
-            ours: Double(register.kilobytes) / 1024, floor: Double(resident.floor) / 1024, runs: 5)
+    let residentPair = resident.functions.first(where: { $0.function == "push-register" }).map { register in
+        StartupBenchmark.Pair(ours: Double(register.kilobytes) / 1024, floor: Double(resident.floor) / 1024, runs: 5)
+    }
+    if let pair = residentPair {
         report += row(
             "peak resident set of one registration", pair, "MiB", 1.5,
             "`c/peak-rss` (fork, exec, `wait4`'s `ru_maxrss`), median of 5 each, the register event; against "
@@ -626,6 +679,52 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
     for (name, kilobytes) in oursResident.sorted(by: { $0.value > $1.value }).prefix(10) {
         report += String(
             format: "| %@ | %.2f | %.2f |\n", name, Double(kilobytes) / 1024, Double(floorResident[name] ?? 0) / 1024)
+    }
+    report += try leversSection(benchmark, event: event, runs: runs, environment: environment)
+    return (
+        report,
+        StartupFigures(cold: cold, runtimeCold: runtimeCold, runtimeWarm: runtimeWarm, resident: residentPair)
+    )
+}
+
+/// The cold-start levers, each alone: `BENCH_LEVERS_DIRECTORY/<lever>/bootstrap`, made by scripts/bench.sh.
+func leversSection(
+    _ benchmark: StartupBenchmark, event: [UInt8], runs: Int, environment: [String: String]
+) throws -> String {
+    guard let directory = environment["BENCH_LEVERS_DIRECTORY"] else {
+        return "\n**Cold-start levers**: not measured (scripts/bench.sh sets BENCH_LEVERS_DIRECTORY).\n"
+    }
+    let explained = [
+        "unstripped": "the symbol and debug sections kept (`RELEASE_STRIP=0`): what stripping moved",
+        "function-sections":
+            "every function and datum in a section of its own (`-Xfrontend -function-sections`), so that the "
+            + "`--gc-sections` SwiftPM already passes can drop unused ones",
+        "lld": "linked by lld instead of gold (swiftc's default linker on Linux); the baseline of `relr`",
+        "relr":
+            "relative relocations packed (lld, `-z pack-relative-relocs`, DT_RELR); **not shippable**: it needs "
+            + "glibc 2.36 (`GLIBC_ABI_DT_RELR`), Amazon Linux 2023 has 2.34",
+    ]
+    var report = """
+
+        **Cold-start levers, each alone** (`scripts/bench.sh` builds each variant of push-register with one lever
+        changed; each is run beside the shipped bootstrap's `lib/`, cold through stdin to stdout's EOF, the register
+        event, alternated with the shipped bootstrap run by run, \(runs) runs each, medians). SwiftPM already links
+        release executables with `--gc-sections`. Relative relocations: `readelf -d`'s `RELACOUNT`, what the loader
+        applies before `main`.
+
+        | lever | what changes | variant ms | shipped ms | variant ÷ shipped | variant MB | shipped MB | relative relocations, variant / shipped |
+        |---|---|---:|---:|---:|---:|---:|---:|
+
+        """
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    for name in names {
+        let variant = URL(fileURLWithPath: directory).appendingPathComponent(name).appendingPathComponent("bootstrap")
+        guard FileManager.default.isExecutableFile(atPath: variant.path) else { continue }
+        let lever = try benchmark.lever(name, variant: variant.path, event: event, runs: runs)
+        report += String(
+            format: "| %@ | %@ | %.2f | %.2f | %.3f | %.1f | %.1f | %@ / %@ |\n", name, explained[name] ?? "—",
+            lever.timing.ours, lever.timing.floor, lever.timing.ratio, Double(lever.bytes.variant) / 1e6,
+            Double(lever.bytes.shipped) / 1e6, lever.relativeRelocations.variant, lever.relativeRelocations.shipped)
     }
     return report
 }
