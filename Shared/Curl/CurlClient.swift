@@ -54,6 +54,10 @@ public final class CurlClient {
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, self.maxConnectionsPerHost)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, Self.streamsPerConnection)
+        // Keep every connection the host allows between batches. libcurl's own cache limit follows the number of
+        // transfers added (four per transfer); as a batch's last transfers finish it shrinks and closes connections
+        // that the next batch, counting on them, would then open again with new handshakes.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, self.maxConnectionsPerHost)
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import Codecs
+import Curl
 import CaregiverPush
 import Foundation
 import Testing
@@ -50,6 +51,24 @@ struct FanOutConnectionTests {
         #expect(stats["http2Requests"] == .number(250))
         #expect(Self.allInFlightTogether(requests, delayMilliseconds: 1000))
         #expect(try DurablePushTests.deliveries(home).allSatisfy { $0.status == "SENT" })
+    }
+
+    @Test("a warm client's next batch reuses its connections: 1,000 requests twice open ten connections in all")
+    func connectionsKeptBetweenBatches() throws {
+        let fake = try FCMFake(delayMilliseconds: 200, tls: true)
+        let client = try CurlClient()
+        let request = CurlRequest(url: fake.baseURL + "/_emulator/fcm/stats", trust: fake.trust)
+        for batch in 1...2 {
+            for tag in 0..<1000 { client.schedule(request, tag: tag, timeoutMilliseconds: 10_000) }
+            var answered = 0
+            client.run(until: .now + .seconds(20)) { _, result in
+                if case .success(let response) = result, response.status == 200 { answered += 1 }
+            }
+            #expect(answered == 1000, "batch \(batch)")
+        }
+        // libcurl's own cache limit follows the transfers still added (four each): without CURLMOPT_MAXCONNECTS the
+        // first batch's last transfers close connections that the second batch then opens again.
+        #expect(client.connectionsOpened == 10)
     }
 
     @Test("behind nghttpx (TLS + HTTP/2, not ours): 100 devices on one connection, 250 on three, all in flight")
