@@ -78,6 +78,9 @@ struct DurablePushBenchmark {
         let sweepPerSecond: Double
         let sweepBatches: Int
         let rounds: Int
+        /// Where the last sweep round's time went: the sweep's own CPU, this process's (the in-process emulator's),
+        /// and how busy the machine's cores were, against the round's wall time.
+        let sweepCPU: CPUShare
     }
 
     /// One recording's fan-out to `deliveries` devices (in-process, as its post-response work runs), then a
@@ -108,6 +111,7 @@ struct DurablePushBenchmark {
         var fanOut: [Double] = []
         var sweep: [Double] = []
         var batches = 0
+        var share = CPUShare(childMilliseconds: 0, selfMilliseconds: 0, wallMilliseconds: 0, machineBusy: 0)
         for _ in 0..<rounds {
             let key = try owe()
             let start = ContinuousClock.now
@@ -120,12 +124,14 @@ struct DurablePushBenchmark {
             fanOut.append(Double(deliveries) / (milliseconds(elapsed) / 1000))
 
             _ = try owe()
+            let cpu = CPUShare.Meter()
             let sweepStart = ContinuousClock.now
             let result = try ChildProcess.run(
                 executable: binDirectory.appendingPathComponent("push-sweep"),
                 environment: environment(emulator, extra),
                 input: Data("{}".utf8))
             let sweepElapsed = result.standardOutputClosedAt - sweepStart
+            share = cpu.read(wall: sweepElapsed)
             let summary = try? JSONValue.parse(result.standardOutput)
             guard summary?["sent"]?.integerValue == Int64(deliveries) else {
                 throw BenchmarkError(
@@ -136,11 +142,63 @@ struct DurablePushBenchmark {
         }
         return SweepResult(
             deliveries: deliveries, fanOutPerSecond: median(fanOut), sweepPerSecond: median(sweep),
-            sweepBatches: batches, rounds: rounds)
+            sweepBatches: batches, rounds: rounds, sweepCPU: share)
     }
 
     private func milliseconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+}
+
+/// CPU spent during a measured span: by the child processes waited for in it, by this process, and by the whole
+/// machine (the share of all cores busy, from /proc/stat).
+struct CPUShare {
+    let childMilliseconds: Double
+    let selfMilliseconds: Double
+    let wallMilliseconds: Double
+    /// 0…1: the machine's cores busy (not idle, not waiting for I/O) over the span.
+    let machineBusy: Double
+
+    /// CPU milliseconds of the calling thread.
+    static func threadMilliseconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1e6
+    }
+
+    struct Meter {
+        private let children = Meter.usage(RUSAGE_CHILDREN.rawValue)
+        private let own = Meter.usage(RUSAGE_SELF.rawValue)
+        private let machine = Meter.machine()
+
+        func read(wall: Duration) -> CPUShare {
+            let (busy, total) = Meter.machine()
+            let spent = Double(total - machine.total)
+            return CPUShare(
+                childMilliseconds: Meter.usage(RUSAGE_CHILDREN.rawValue) - children,
+                selfMilliseconds: Meter.usage(RUSAGE_SELF.rawValue) - own,
+                wallMilliseconds: Double(wall.components.seconds) * 1000 + Double(wall.components.attoseconds) / 1e15,
+                machineBusy: spent > 0 ? Double(busy - machine.busy) / spent : 0)
+        }
+
+        /// User and system CPU milliseconds of `who`.
+        private static func usage(_ who: __rusage_who_t) -> Double {
+            var usage = rusage()
+            getrusage(who, &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000
+        }
+
+        /// The `cpu` line of /proc/stat: busy ticks (all but idle and iowait) and all ticks.
+        private static func machine() -> (busy: Int, total: Int) {
+            guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
+            else { return (0, 0) }
+            let ticks = line.split(separator: " ").dropFirst().compactMap { Int($0) }
+            guard ticks.count >= 5 else { return (0, 0) }
+            let total = ticks.reduce(0, +)
+            return (total - ticks[3] - ticks[4], total)
+        }
     }
 }
 

@@ -23,6 +23,11 @@ struct FanOutBenchmark {
         let mints: Int
         /// The peer's result for each of `peerAPIs`, in that order; empty when the peer is unavailable.
         let peers: [FirebaseAdminPeer.Result]
+        /// Per timed round, medians: CPU of the dispatching thread (lease, messages, libcurl with its TLS, outcomes),
+        /// CPU of the rest of this process (the in-process emulator's TLS and HTTP/2), and the machine's cores busy.
+        var dispatcherCPUMilliseconds = 0.0
+        var emulatorCPUMilliseconds = 0.0
+        var machineBusy = 0.0
     }
 
     let databaseURL: String
@@ -62,6 +67,7 @@ struct FanOutBenchmark {
         for count in deviceCounts {
             let (patient, tokens) = try seedHousehold(devices: count, connection: database.connection())
             var samples: [Double] = []
+            var cpu: [(dispatcher: Double, emulator: Double, busy: Double)] = []
             var usage = (connections: 0, maxConcurrentStreams: 0, allHTTP2: false)
             var lastEvent: DoseTakenEvent?
             emulator.resetStreamCount()
@@ -81,11 +87,18 @@ struct FanOutBenchmark {
                 }
                 let firstRequest = emulator.requestCount()
                 let firstLogged = try nghttpx?.accessLog().count ?? 0
+                let meter = CPUShare.Meter()
+                let threadStart = CPUShare.threadMilliseconds()
                 let start = ContinuousClock.now
                 let report = dispatcher.dispatch(
                     eventKey: event.eventKey, database: database, push: push,
                     deadline: dispatcher.sendDeadline(hostDeadline: nil))
                 let elapsed = ContinuousClock.now - start
+                let dispatching = CPUShare.threadMilliseconds() - threadStart
+                let share = meter.read(wall: elapsed)
+                if round > 0 {
+                    cpu.append((dispatching, share.selfMilliseconds - dispatching, share.machineBusy))
+                }
                 guard report.sent == count else {
                     throw BenchmarkError("fan-out to \(count) sent \(report.sent) (\(report))")
                 }
@@ -107,11 +120,14 @@ struct FanOutBenchmark {
                     peers.append(try sdk.run(emulator: emulator, tokens: tokens, message: message, api: api))
                 }
             }
-            rows.append(
-                Row(
-                    devices: count, medianMilliseconds: median(samples), connections: usage.connections,
-                    maxConcurrentStreams: usage.maxConcurrentStreams, allHTTP2: usage.allHTTP2, mints: mints,
-                    peers: peers))
+            var row = Row(
+                devices: count, medianMilliseconds: median(samples), connections: usage.connections,
+                maxConcurrentStreams: usage.maxConcurrentStreams, allHTTP2: usage.allHTTP2, mints: mints,
+                peers: peers)
+            row.dispatcherCPUMilliseconds = median(cpu.map(\.dispatcher))
+            row.emulatorCPUMilliseconds = median(cpu.map(\.emulator))
+            row.machineBusy = median(cpu.map(\.busy))
+            rows.append(row)
         }
         return rows
     }

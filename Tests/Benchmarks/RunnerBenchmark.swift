@@ -81,6 +81,20 @@ struct RunnerBenchmark {
                 }
                 rows.append(Row(path: path, medianMilliseconds: milliseconds))
             }
+            guard mode == "warm" else { continue }
+            // The HTTP hop alone: the gateway's health check, no function, over a kept-alive connection.
+            let health = CurlRequest(url: "http://127.0.0.1:\(server.port)/healthz")
+            let kept = try CurlClient(maxConnectionsPerHost: 1)
+            _ = kept.perform(health, timeoutMilliseconds: 30_000)
+            let hop = try measure {
+                guard case .success(let response) = kept.perform(health, timeoutMilliseconds: 30_000),
+                    response.status == 200
+                else { throw BenchmarkError("/healthz: no 200") }
+            }
+            rows.append(
+                Row(
+                    path: "HTTP, one kept-alive connection → `GET /healthz` (the HTTP hop, no function)",
+                    medianMilliseconds: hop))
         }
         return rows
     }
