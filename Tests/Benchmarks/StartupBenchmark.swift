@@ -138,12 +138,14 @@ struct StartupBenchmark {
                 input: Data())
         else { return "?" }
         let lines = String(decoding: result.standardOutput, as: UTF8.self).split(separator: "\n")
+        // ` 0x0000000000000023 (RELRSZ)             7232 (bytes)`: the first word after the tag.
         func value(_ tag: String) -> String? {
-            lines.first { $0.contains("(\(tag))") }?.split(separator: ")").last?
-                .trimmingCharacters(in: .whitespaces)
+            guard let line = lines.first(where: { $0.contains("(\(tag))") }), let range = line.range(of: "(\(tag))")
+            else { return nil }
+            return line[range.upperBound...].split(separator: " ").first.map(String.init)
         }
         if let count = value("RELACOUNT") { return count }
-        if let packed = value("RELRSZ") { return "packed: DT_RELR table of \(packed)" }
+        if let packed = value("RELRSZ") { return "packed: a DT_RELR table of \(packed) bytes" }
         return "?"
     }
 
