@@ -145,12 +145,20 @@ if perf stat -e instructions true 2>&1 | grep -q '<not supported>' || ! command 
             echo "| $name | $count | ${loader:-?} ($(awk -v a="${loader:-0}" -v b="$count" 'BEGIN {printf "%.0f%%", 100 * a / b}')) |" \
                 "$(awk -v a="$count" -v b="$base" 'BEGIN {printf "%.1f", a / b}') |"
         done
+        # The shipped bootstrap is stripped, so its own functions would show as bare addresses: the names come from
+        # the same build unstripped (BENCH_PROFILE_SYMBOLS, the bench's "unstripped" lever), when there is one.
+        named=empty-ours
+        if [ -n "${BENCH_PROFILE_SYMBOLS:-}" ] && [ -x "$BENCH_PROFILE_SYMBOLS" ]; then
+            instructions "$BENCH_PROFILE_SYMBOLS" empty-named /dev/null >/dev/null
+            named=empty-named
+        fi
         echo
         echo "The fifteen functions where push-register's empty-stdin run executes the most instructions themselves"
-        echo "(\`callgrind_annotate --inclusive=no\`, % of the whole run):"
+        echo "(\`callgrind_annotate --inclusive=no\`, % of the whole run; names from the unstripped build when the"
+        echo "bench has one, \`$(echo "${BENCH_PROFILE_SYMBOLS:-$ours}" | sed "s#^$PWD/##")\`):"
         echo
         echo '```'
-        callgrind_annotate --inclusive=no "$work/callgrind.empty-ours" 2>/dev/null |
+        callgrind_annotate --inclusive=no "$work/callgrind.$named" 2>/dev/null |
             awk '/^-+$/ {rule++; next} rule >= 4 && $1 ~ /^[0-9,]+$/ && !/PROGRAM TOTALS/' | sed -n 1,15p | cut -c1-160
         echo '```'
     else

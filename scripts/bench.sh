@@ -98,6 +98,8 @@ stage_levers() {
     lever_build lld "-use-ld=lld"
     lever_build relr "-use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs"
     export BENCH_LEVERS_DIRECTORY=$levers
+    # The start-up profile names push-register's own functions from the unstripped build.
+    export BENCH_PROFILE_SYMBOLS=$levers/unstripped/bootstrap
 }
 
 # lever_build NAME SWIFTC_FLAGS: push-register's zip built by release.sh with those flags in .build-lever-NAME,
