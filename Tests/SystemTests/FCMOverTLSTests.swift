@@ -181,10 +181,11 @@ struct FCMOverTLSTests {
         let quota = try #require(requests.first { $0["status"] == .number(429) })
         let others = requests.filter { $0["token"] != quota["token"] }
         #expect(others.count >= 3)
-        // The sweep leases its next batch while one is in flight, so one batch (of one) may have gone out beside the
-        // 429's; every batch after it waited out the pause.
+        // The sweep keeps up to two batches outstanding: one batch (of one) may go out beside the 429's, and when its
+        // answer is read before the 429's, one more is leased and sent before the sender learns of the pause. Every
+        // batch after those waited it out (without the pause all three others would go out at once).
         let beforePauseEnd = others.filter { Self.receivedAt($0) - Self.receivedAt(quota) < 1950 }
-        #expect(beforePauseEnd.count <= 1)
+        #expect(beforePauseEnd.count <= 2)
         #expect(beforePauseEnd.allSatisfy { Self.receivedAt($0) - Self.receivedAt(quota) < 500 })
     }
 
