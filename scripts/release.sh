@@ -36,8 +36,8 @@ dist=${RELEASE_DIST:-dist}
 dlopened=(libcurl.so.4)
 dlopened_paths=()
 for soname in "${dlopened[@]}"; do
-    # awk reads ldconfig's whole list: leaving at the first match would end ldconfig with SIGPIPE once the list
-    # outgrows a pipe's buffer (a machine with many libraries), and pipefail would make that the script's failure.
+    # awk reads ldconfig's whole list: leaving at the first match ends ldconfig with SIGPIPE whenever it is still
+    # writing then (more likely the longer the list), and pipefail makes that the script's silent exit 141.
     path=$(PATH="$PATH:/sbin:/usr/sbin" ldconfig -p \
         | awk -v soname="$soname" '$1 == soname && /x86-64/ && path == "" {path = $NF} END {print path}')
     [ -n "$path" ] || { echo "release: $soname not found (apt-get install libcurl4-openssl-dev)" >&2; exit 1; }
