@@ -116,8 +116,10 @@ struct DevCommand: AsyncParsableCommand {
                 """
         ) { try await runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)]) }
         let dataDirectory = Self.realPath(".data/postgres")
-        // What the functions get: the database, or PgBouncer in front of it (a running one is kept as it is).
-        let poolerURL = pooler ? "postgresql://postgres@127.0.0.1:\(poolerPort)/caregiver_push" : nil
+        // What the functions get: the database, or PgBouncer in front of it (a running one is kept as it is), as the
+        // runtime role (docs/deploy.md#roles); migrations, seed data and the console use the cluster's owner.
+        let runtime = Migrator.runtimeRole
+        let poolerURL = pooler ? "postgresql://\(runtime)@127.0.0.1:\(poolerPort)/caregiver_push" : nil
         if pooler {
             try await DevStepError.step(
                 "starting PgBouncer (scripts/pgbouncer.sh start .data/pgbouncer \(poolerPort))",
@@ -129,7 +131,7 @@ struct DevCommand: AsyncParsableCommand {
                     ["start", ".data/pgbouncer", String(poolerPort), String(databasePort), String(poolSize)])
             }
         }
-        let functionsURL = poolerURL ?? databaseURL
+        let functionsURL = poolerURL ?? "postgresql://\(runtime)@127.0.0.1:\(databasePort)/caregiver_push"
         let secret = try await DevStepError.step(
             "reading the dev JWT secret (.data/dev-jwt-secret)",
             remedy: "remove .data/dev-jwt-secret (a new one is made; tokens signed with the old one stop working)"
@@ -248,31 +250,41 @@ struct DevCommand: AsyncParsableCommand {
         let connection = try PostgresConnection(url: databaseURL, applicationName: "caregiver-push-dev")
         defer { connection.close() }
         try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: logger)
+        // The operator's one step after the first migration (docs/deploy.md#roles); the dev cluster trusts loopback
+        // connections, so no password.
+        let canLogIn = try connection.query(
+            "SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = \(Migrator.runtimeRole)"
+        ).single?.decode(Bool.self, at: 0)
+        if canLogIn == false {
+            try connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
+        }
         let patient = Self.demoPatient
         let caregiver = Self.demoCaregiver
         var medications: [Slot: UUID] = [:]
         let prn = UUID(uuidString: "33333333-3333-4333-8333-000000000005")!
         try connection.withTransaction { connection in
-            try connection.query("DELETE FROM patients WHERE id = \(patient)")
-            try connection.query("INSERT INTO patients (id, display_name) VALUES (\(patient), '山田花子')")
+            try connection.query("DELETE FROM caregiver_push.patients WHERE id = \(patient)")
+            try connection.query("INSERT INTO caregiver_push.patients (id, display_name) VALUES (\(patient), '山田花子')")
             try connection.query(
-                "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+                "INSERT INTO caregiver_push.caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))"
+            )
             for (index, (slot, time)) in [
                 (Slot.morning, "08:00"), (.noon, "12:00"), (.evening, "18:00"), (.bedtime, "21:00"),
             ].enumerated() {
                 let id = UUID(uuidString: "33333333-3333-4333-8333-00000000000\(index + 1)")!
                 try connection.query(
-                    "INSERT INTO medications (id, patient_id, name, start_date) VALUES (\(id), \(patient), \("デモの薬 \(slot.rawValue)"), '2020-01-01')"
+                    "INSERT INTO caregiver_push.medications (id, patient_id, name, start_date) VALUES (\(id), \(patient), \("デモの薬 \(slot.rawValue)"), '2020-01-01')"
                 )
                 try connection.query(
-                    "INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)")
+                    "INSERT INTO caregiver_push.medication_schedule_times (medication_id, time_of_day) VALUES (\(id), \(time)::time)"
+                )
                 medications[slot] = id
             }
             try connection.query(
-                "INSERT INTO medications (id, patient_id, name, is_prn, start_date) VALUES (\(prn), \(patient), 'デモの頓服薬', true, '2020-01-01')"
+                "INSERT INTO caregiver_push.medications (id, patient_id, name, is_prn, start_date) VALUES (\(prn), \(patient), 'デモの頓服薬', true, '2020-01-01')"
             )
             try connection.query(
-                "DELETE FROM push_deliveries WHERE push_device_id IN (SELECT id FROM push_devices WHERE owner_id = \(caregiver))"
+                "DELETE FROM caregiver_push.push_deliveries WHERE push_device_id IN (SELECT id FROM caregiver_push.push_devices WHERE owner_id = \(caregiver))"
             )
         }
         _ = try PushDeviceRegistry(connection: connection).register(
@@ -281,7 +293,7 @@ struct DevCommand: AsyncParsableCommand {
         let session = try PatientSessionToken.generate()
         try connection.query(
             """
-            INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
+            INSERT INTO caregiver_push.patient_sessions (patient_id, token_hash, expires_at)
             VALUES (\(patient), \(PostgresBytes(session.hash)), now() + interval '1 day')
             """)
         let caregiverToken = try signingKey.caregiverToken(subject: caregiver, expiresIn: 86_400)

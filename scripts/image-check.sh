@@ -116,9 +116,12 @@ pids+=($!)
 
 jwt_secret="image-check-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 port=$(free_port)
+# Two connection strings, as deployed (docs/deploy.md#roles): the migration Job connects as the schema's owner
+# (DATABASE_URL here), the Service as the runtime role, which may only do what the functions' statements need.
+runtime_url=$(echo "$DATABASE_URL" | sed -E 's#^([a-z]+://)[^@/]*@#\1caregiver_push_runtime@#')
 deployment_env=(
     "PORT=$port"
-    "DATABASE_URL=$DATABASE_URL"
+    "DATABASE_URL=$runtime_url"
     "SUPABASE_JWT_SECRET=$jwt_secret"
     "PUSH_ENVIRONMENT=DEV"
     "FCM_SERVICE_ACCOUNT_JSON=$(base64 -w0 "$work/service-account.json")"
@@ -133,6 +136,9 @@ print(re.search(r"command: \[(.*)\]", text).group(1))')
 eval "migrate=($(echo "$job_command" | tr -d ','))"
 in_image env -i "${image_env[@]}" "DATABASE_URL=$DATABASE_URL" "${migrate[@]}" >"$work/migrate.out" 2>&1 \
     || { cat "$work/migrate.out" >&2; echo "image check: the migration Job's command failed" >&2; exit 1; }
+# The operator's one step after the first migration: the runtime role may log in (this throwaway cluster trusts
+# loopback connections; a deployment sets a password).
+"$psql" -q -v ON_ERROR_STOP=1 "$DATABASE_URL" -c 'ALTER ROLE caregiver_push_runtime LOGIN'
 
 # The server: the image's entrypoint.
 (in_image_exec env -i "${image_env[@]}" "${deployment_env[@]}" "${entrypoint[@]}") >"$work/serve.out" \
@@ -169,11 +175,11 @@ medication=$(python3 -c 'import uuid; print(uuid.uuid4())')
 patient_token="pst_$(head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
 digest=$(printf '%s' "$patient_token" | sha256sum | cut -d' ' -f1)
 "$psql" -q -v ON_ERROR_STOP=1 "$DATABASE_URL" <<SQL
-INSERT INTO patients (id, display_name) VALUES ('$patient', 'イメージ確認');
-INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES ('$caregiver', '$patient');
-INSERT INTO medications (id, patient_id, name, start_date) VALUES ('$medication', '$patient', 'イメージ確認の薬', '2020-01-01');
-INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES ('$medication', '08:00'::time);
-INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
+INSERT INTO caregiver_push.patients (id, display_name) VALUES ('$patient', 'イメージ確認');
+INSERT INTO caregiver_push.caregiver_patient_links (caregiver_id, patient_id) VALUES ('$caregiver', '$patient');
+INSERT INTO caregiver_push.medications (id, patient_id, name, start_date) VALUES ('$medication', '$patient', 'イメージ確認の薬', '2020-01-01');
+INSERT INTO caregiver_push.medication_schedule_times (medication_id, time_of_day) VALUES ('$medication', '08:00'::time);
+INSERT INTO caregiver_push.patient_sessions (patient_id, token_hash, expires_at)
     VALUES ('$patient', decode('$digest', 'hex'), now() + interval '1 hour');
 SQL
 caregiver_token=$(SUPABASE_JWT_SECRET=$jwt_secret "$host_bin/runner" token --caregiver "$caregiver")

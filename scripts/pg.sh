@@ -60,6 +60,10 @@ start)
     if [ "$("${psql_cmd[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" != "1" ]; then
         "${psql_cmd[@]}" -c "CREATE DATABASE $DB_NAME" >/dev/null
     fi
+    # The project's tables live in its own schema (docs/deploy.md#the-database); the functions name it in every
+    # statement. For whoever works in this throwaway cluster as its superuser (the tests' seeding and assertions, a
+    # developer's psql), unqualified names find them too.
+    "${psql_cmd[@]}" -c "ALTER ROLE postgres SET search_path TO caregiver_push, public" >/dev/null
     ;;
 stop)
     dir=${2:?data directory}

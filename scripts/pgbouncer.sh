@@ -11,7 +11,8 @@
 #   scripts/pgbouncer.sh stop DIR     stop it (immediate shutdown) and wait until it is gone
 #   scripts/pgbouncer.sh url PORT     print the DATABASE_URL through it
 #
-# Loopback only, `auth_type = trust` with an auth_file naming `postgres`: the same trust the throwaway clusters give.
+# Loopback only, `auth_type = trust` with an auth_file naming `postgres` and
+# the runtime role `caregiver_push_runtime`: the same trust the throwaway clusters give.
 set -euo pipefail
 
 DB_NAME=caregiver_push
@@ -78,7 +79,8 @@ pidfile = $dir/pgbouncer.pid
 log_connections = 0
 log_disconnections = 0
 EOF
-    echo '"postgres" ""' >"$dir/userlist.txt"
+    # The functions connect as the runtime role (docs/deploy.md#roles); tests, migrations and seeding as postgres.
+    printf '%s\n' '"postgres" ""' '"caregiver_push_runtime" ""' >"$dir/userlist.txt"
     if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$dir"; fi
     # Each client is a descriptor: raise the soft limit to the hard one (a login shell's 1024 would cap the pooler
     # near max_client_conn 1000).

@@ -2,7 +2,7 @@ import Libpq
 import FoundationEssentials
 import Logging
 
-/// Applies `infra/migrations/NNNNNN_name.up.sql` in order, each once, recording them in `schema_migrations`.
+/// Applies `infra/migrations/NNNNNN_name.up.sql` in order, each once, recording them in `caregiver_push.schema_migrations`.
 ///
 /// Everything happens in one transaction holding a transaction-scoped advisory lock, so two migrators started
 /// together apply each migration exactly once (the second waits, then finds nothing to do), and a failing migration
@@ -40,19 +40,29 @@ public struct Migrator: Sendable {
         self.migrations = migrations
     }
 
-    /// Applies what has not been applied yet.
+    /// Applies what has not been applied yet, then closes the schema (``lockdown``).
+    ///
+    /// Every migration runs with `search_path` pinned to ``schema`` (then `pg_temp`), so the files name their tables
+    /// unqualified and create them there; the history lives in `caregiver_push.schema_migrations`. A database that an
+    /// earlier version migrated has its history in `public.schema_migrations`: it is moved into the schema first
+    /// (``adoptLegacyHistory``), and migration 000004 moves the tables.
     /// - Returns: the versions applied by this call, in order.
     @discardableResult
     public func migrate(_ connection: PostgresConnection, logger: Logger) throws -> [String] {
         try connection.withTransaction { connection in
             try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))")
+            try connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(Self.schema)"))
+            try connection.query("SELECT set_config('search_path', \(Self.schema + ", pg_temp"), true)")
+            try adoptLegacyHistory(connection, logger: logger)
             try connection.query(
                 """
-                CREATE TABLE IF NOT EXISTS schema_migrations (
+                CREATE TABLE IF NOT EXISTS caregiver_push.schema_migrations (
                     version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
             let applied = Set(
-                try connection.query("SELECT version FROM schema_migrations").map { try $0.decode(String.self, at: 0) })
+                try connection.query("SELECT version FROM caregiver_push.schema_migrations").map {
+                    try $0.decode(String.self, at: 0)
+                })
             var newlyApplied: [String] = []
             for migration in migrations where !applied.contains(migration.version) {
                 logger.info(
@@ -63,12 +73,110 @@ public struct Migrator: Sendable {
                     ])
                 try connection.executeScript(PostgresQuery(unsafeSQL: migration.sql))
                 try connection.query(
-                    "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))")
+                    """
+                    INSERT INTO caregiver_push.schema_migrations (version, name)
+                    VALUES (\(migration.version), \(migration.name))
+                    """)
                 newlyApplied.append(migration.version)
             }
+            try connection.executeScript(PostgresQuery(unsafeSQL: Self.lockdown))
             return newlyApplied
         }
     }
+
+    /// Moves an earlier version's history table from `public` into the schema, once. It is ours when it has this
+    /// migrator's columns and names the first migration `initial_schema`; any other `public.schema_migrations`
+    /// (another tool's) is left alone.
+    private func adoptLegacyHistory(_ connection: PostgresConnection, logger: Logger) throws {
+        let legacy = try connection.query(
+            """
+            SELECT to_regclass('caregiver_push.schema_migrations') IS NULL
+               AND to_regclass('public.schema_migrations') IS NOT NULL
+               AND (SELECT array_agg(attname::text ORDER BY attnum) FROM pg_catalog.pg_attribute
+                    WHERE attrelid = to_regclass('public.schema_migrations') AND attnum > 0 AND NOT attisdropped)
+                   = ARRAY['version', 'name', 'applied_at']
+            """
+        )[0].decode(Bool.self, at: 0)
+        guard legacy,
+            try connection.query(
+                "SELECT 1 FROM public.schema_migrations WHERE version = '000001' AND name = 'initial_schema'"
+            ).single != nil
+        else { return }
+        logger.info("moving the migration history into its schema", metadata: ["migration.schema": "\(Self.schema)"])
+        try connection.query("ALTER TABLE public.schema_migrations SET SCHEMA caregiver_push")
+    }
+
+    /// The project's schema: every object the migrations make lives here.
+    public static let schema = "caregiver_push"
+    /// The role the functions, the sweep and the gateway connect as (created by migration 000005, without LOGIN).
+    public static let runtimeRole = "caregiver_push_runtime"
+
+    /// Run after every migration run, whatever the migrations did: the schema is closed to everyone but its owner and
+    /// the runtime role's policies, so that a table a later migration forgets to close is closed all the same, and a
+    /// project that exposes this schema through Supabase's Data API by mistake still exposes nothing.
+    /// - PUBLIC and Supabase's API roles (`anon`, `authenticated`, `service_role`, where they exist) lose every
+    ///   privilege on the schema and everything in it, and the schema's default privileges grant them nothing;
+    /// - row level security is enabled and forced on every table; the table's owner gets a policy of its own (a
+    ///   superuser or a `BYPASSRLS` owner needs none), so that later data migrations still see the rows.
+    ///
+    /// It changes only what is open: on a closed schema it takes no lock (`ALTER TABLE … ROW LEVEL SECURITY` takes an
+    /// ACCESS EXCLUSIVE lock on the table, which a migrator run on every deploy must not take for nothing).
+    static let lockdown = """
+        DO $lockdown$
+        DECLARE
+            outsiders text;
+            outsider_oids oid[];
+            kind text;
+            rel record;
+        BEGIN
+            SELECT 'PUBLIC' || coalesce(', ' || string_agg(quote_ident(rolname), ', '), ''),
+                   array_append(coalesce(array_agg(oid), '{}'), 0::oid)
+            INTO outsiders, outsider_oids
+            FROM pg_catalog.pg_roles WHERE rolname IN ('anon', 'authenticated', 'service_role');
+            IF EXISTS (
+                SELECT 1 FROM pg_catalog.pg_namespace n,
+                    aclexplode(coalesce(n.nspacl, acldefault('n'::"char", n.nspowner))) a
+                WHERE n.nspname = 'caregiver_push' AND a.grantee = ANY (outsider_oids)
+            ) OR EXISTS (
+                SELECT 1 FROM pg_catalog.pg_class c,
+                    aclexplode(coalesce(c.relacl, acldefault((CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END)::"char", c.relowner))) a
+                WHERE c.relnamespace = 'caregiver_push'::regnamespace AND a.grantee = ANY (outsider_oids)
+            ) OR EXISTS (
+                SELECT 1 FROM pg_catalog.pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f'::"char", p.proowner))) a
+                WHERE p.pronamespace = 'caregiver_push'::regnamespace AND a.grantee = ANY (outsider_oids)
+            ) OR EXISTS (
+                SELECT 1 FROM pg_catalog.pg_default_acl d, aclexplode(d.defaclacl) a
+                WHERE d.defaclnamespace = 'caregiver_push'::regnamespace AND a.grantee = ANY (outsider_oids)
+            ) THEN
+                EXECUTE format('REVOKE ALL ON SCHEMA caregiver_push FROM %s', outsiders);
+                FOREACH kind IN ARRAY ARRAY['TABLES', 'SEQUENCES', 'ROUTINES'] LOOP
+                    EXECUTE format('REVOKE ALL ON ALL %s IN SCHEMA caregiver_push FROM %s', kind, outsiders);
+                END LOOP;
+                FOREACH kind IN ARRAY ARRAY['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES'] LOOP
+                    EXECUTE format(
+                        'ALTER DEFAULT PRIVILEGES IN SCHEMA caregiver_push REVOKE ALL ON %s FROM %s', kind, outsiders);
+                END LOOP;
+            END IF;
+            FOR rel IN
+                SELECT c.oid::regclass AS name, c.relowner::regrole AS owner,
+                       c.relrowsecurity AND c.relforcerowsecurity AS closed
+                FROM pg_catalog.pg_class c
+                WHERE c.relnamespace = 'caregiver_push'::regnamespace AND c.relkind IN ('r', 'p')
+            LOOP
+                IF NOT rel.closed THEN
+                    EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', rel.name);
+                END IF;
+                IF NOT EXISTS (
+                    SELECT 1 FROM pg_catalog.pg_policy WHERE polrelid = rel.name AND polname = 'caregiver_push_owner'
+                ) THEN
+                    EXECUTE format(
+                        'CREATE POLICY caregiver_push_owner ON %s TO %s USING (true) WITH CHECK (true)',
+                        rel.name, rel.owner);
+                END IF;
+            END LOOP;
+        END
+        $lockdown$
+        """
 }
 
 public enum MigrationError: Error, CustomStringConvertible {

@@ -65,6 +65,18 @@ SECRET_ARNS = {
     "SUPABASE_JWT_SECRET_ARN": ("SUPABASE_JWT_SECRET", "SupabaseJwtSecretArn"),
     "FCM_SERVICE_ACCOUNT_SECRET_ARN": ("FCM_SERVICE_ACCOUNT_JSON", "FcmServiceAccountSecretArn"),
 }
+# The two database connections (docs/deploy.md#roles): db-migrate connects as the schema's owner, every other
+# function as the runtime role; neither may read the other's secret.
+MIGRATOR_DATABASE_PARAMETER = "MigratorDatabaseSecretArn"
+
+
+def secret_parameter(function, variable):
+    """The template parameter whose secret `function` reads through `variable`."""
+    if function == "db-migrate" and variable == "DATABASE_SECRET_ARN":
+        return MIGRATOR_DATABASE_PARAMETER
+    return SECRET_ARNS[variable][1]
+
+
 # Only meaningful on Lambda (with *_SECRET_ARN variables): not a Knative setting.
 LAMBDA_ONLY = {"SECRETS_REFRESH_SECONDS"}
 # Read by libpq itself, not by our code: the template sets them for verify-full (docs/deploy.md).
@@ -161,7 +173,8 @@ def main():
             check(users, f"no SAM function gets {variable}")
             for name in users:
                 value = functions[name][1]["Environment"]["Variables"][variable]
-                check(ref(value) == parameter, f"{name}: {variable} is not !Ref {parameter}")
+                expected = secret_parameter(name, variable)
+                check(ref(value) == expected, f"{name}: {variable} is not !Ref {expected}")
             check(supplied not in global_env, f"the template's Globals set {supplied} itself: a deploy-time secret")
             continue
         if variable in SECRET_ARNS_SUPPLIED:
@@ -218,7 +231,7 @@ def main():
 
     # Each function's secrets: the ARNs it gets are exactly the ones its policy may read.
     for name, (logical_id, properties) in functions.items():
-        arns = {v: p for v, (_, p) in SECRET_ARNS.items()
+        arns = {v: secret_parameter(name, v) for v in SECRET_ARNS
                 if v in properties.get("Environment", {}).get("Variables", {})}
         resources = set()
         for policy in properties.get("Policies", []):
@@ -234,6 +247,13 @@ def main():
     check("SUPABASE_JWT_SECRET_ARN" not in functions["db-migrate"][1]["Environment"]["Variables"]
           and "FCM_SERVICE_ACCOUNT_SECRET_ARN" not in functions["db-migrate"][1]["Environment"]["Variables"],
           "db-migrate gets more than the database secret")
+
+    check(MIGRATOR_DATABASE_PARAMETER in parameters, f"the template has no {MIGRATOR_DATABASE_PARAMETER} parameter")
+    owner_pattern = parameters.get(MIGRATOR_DATABASE_PARAMETER, {}).get("AllowedPattern", ".*")
+    check(".+" not in owner_pattern and ".*" not in owner_pattern and "*" not in owner_pattern.replace("]+", ""),
+          f"{MIGRATOR_DATABASE_PARAMETER}'s pattern admits any text (a wildcard ARN)")
+    owner_readers = [n for n, (_, p) in functions.items() if MIGRATOR_DATABASE_PARAMETER in json.dumps(p, default=str)]
+    check(owner_readers == ["db-migrate"], f"the owner's secret is read by {owner_readers}, not db-migrate alone")
 
     # Knative: every deployable variable an env entry; the table's limits; probes; security.
     spec = service["spec"]["template"]["spec"]
@@ -262,6 +282,22 @@ def main():
         check(security.get("allowPrivilegeEscalation") is False, f"{what}: privilege escalation is allowed")
         check(security.get("readOnlyRootFilesystem") is True, f"{what}: the root file system is writable")
         check(security.get("capabilities", {}).get("drop") == ["ALL"], f"{what}: capabilities are not all dropped")
+    # The two database connections: the migration Job's from a Secret the Service and the sweep never name.
+    def secret_names(pod):
+        return {ref["secretKeyRef"]["name"] for c in pod["containers"] for e in c.get("env", [])
+                for ref in [e.get("valueFrom", {})] if "secretKeyRef" in ref} | {
+                v["secret"]["secretName"] for v in pod.get("volumes", []) if "secret" in v}
+
+    def database_secret(pod):
+        return next(e["valueFrom"]["secretKeyRef"]["name"] for e in pod["containers"][0]["env"]
+                    if e["name"] == "DATABASE_URL")
+    job_pod = job["spec"]["template"]["spec"]
+    cron_pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    owner_secret = database_secret(job_pod)
+    check(owner_secret != database_secret(spec) and database_secret(spec) == database_secret(cron_pod),
+          "the migration Job's database secret is the Service's or the sweep's")
+    check(owner_secret not in secret_names(spec) | secret_names(cron_pod),
+          f"the Service or the sweep names the migrator's Secret {owner_secret}")
     sweep = next(f for f in table if f["name"] == "push-sweep")
     cron_job = cron["spec"]["jobTemplate"]["spec"]
     check(cron_job["activeDeadlineSeconds"] == sweep["timeoutSeconds"], "the CronJob's deadline is not push-sweep's")

@@ -2,6 +2,8 @@
 @testable import Curl
 @testable import CaregiverPush
 import Foundation
+import Libpq
+import OpenSSLCrypto
 import Logging
 import Testing
 import TestSupport
@@ -32,6 +34,36 @@ struct AccessTokenCacheTests {
             )
             let second = try Self.provider(fake).accessToken(connection: connection, logger: logger)
             #expect(second != first)
+            #expect(try fake.mints == 2)
+        }
+    }
+
+    @Test("the stored token is sealed: no clear text in the row; a row that does not open is minted over, not trusted")
+    func sealedAtRest() throws {
+        let fake = try FCMFake()
+        let logger = Logger(label: "t")
+        try TestDatabase.with { connection in
+            let token = try Self.provider(fake).accessToken(connection: connection, logger: logger)
+            let stored = try connection.query(
+                "SELECT sealed_token FROM fcm_access_tokens WHERE client_email = \(fake.clientEmail)"
+            )[0].decode(PostgresBytes.self, at: 0).bytes
+            #expect(!stored.isEmpty && String(decoding: stored, as: UTF8.self).contains(token) == false)
+            // A row sealed under another key (the service account's key was rotated), far from expiry, holding a
+            // token someone else chose: never handed out; a new token is minted over it.
+            let planted = try AES256GCM.seal(
+                Array("ya29.planted".utf8), key: try SecureRandom.bytes(32),
+                associatedData: Array(fake.clientEmail.utf8))
+            try connection.query(
+                """
+                UPDATE fcm_access_tokens SET sealed_token = \(PostgresBytes(planted)),
+                    expires_at = now() + interval '50 minutes'
+                WHERE client_email = \(fake.clientEmail)
+                """)
+            let minted = try Self.provider(fake).accessToken(connection: connection, logger: logger)
+            #expect(minted != "ya29.planted" && minted != token)
+            #expect(try fake.mints == 2)
+            // And what it stored opens again for the next process.
+            #expect(try Self.provider(fake).accessToken(connection: connection, logger: logger) == minted)
             #expect(try fake.mints == 2)
         }
     }

@@ -130,11 +130,19 @@ struct PostgresTests {
 
     @Test("concurrent migrators apply each migration once and agree on the result")
     func concurrentMigrations() throws {
-        let schema = "migrate_test_\(UUID().uuidString.prefix(8).lowercased())"
-        try TestDatabase.with { _ = try $0.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")) }
-        defer { _ = try? TestDatabase.with { try $0.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")) } }
+        // A database of its own: the migrations always make the project's schema, so a fresh one needs a fresh
+        // database.
+        let name = "migrate_test_\(UUID().uuidString.prefix(8).lowercased())"
+        try TestDatabase.with { _ = try $0.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)")) }
+        defer {
+            _ = try? TestDatabase.with {
+                try $0.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
+            }
+        }
         let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
-        let url = TestDatabase.url + "?options=-csearch_path%3D\(schema)"
+        var components = try #require(URLComponents(string: TestDatabase.url))
+        components.path = "/\(name)"
+        let url = try #require(components.string)
         let results = Mutex<[[String]]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             guard let connection = try? PostgresConnection(url: url) else { return }
@@ -149,7 +157,7 @@ struct PostgresTests {
         let recorded = try PostgresConnection(url: url)
         defer { recorded.close() }
         #expect(
-            try recorded.query("SELECT count(*) FROM schema_migrations")[0].decode(Int.self, at: 0)
+            try recorded.query("SELECT count(*) FROM caregiver_push.schema_migrations")[0].decode(Int.self, at: 0)
                 == migrator.migrations.count)
         #expect(try migrator.migrate(recorded, logger: Logger(label: "test")).isEmpty)
     }

@@ -302,12 +302,13 @@ struct StrictInputTests {
                         CREATE SEQUENCE \(sequence);
                         CREATE FUNCTION \(function)() RETURNS trigger LANGUAGE plpgsql AS $$
                         BEGIN
-                          IF NEW.patient_id = '\(household.patient.uuidString.lowercased())' AND nextval('\(sequence)') = 1 THEN
+                          IF NEW.patient_id = '\(household.patient.uuidString.lowercased())' AND nextval('caregiver_push.\(sequence)') = 1 THEN
                             RAISE EXCEPTION 'injected conflict' USING ERRCODE = '\(sqlState)';
                           END IF;
                           RETURN NEW;
                         END $$;
                         CREATE TRIGGER \(trigger) BEFORE INSERT ON dose_records FOR EACH ROW EXECUTE FUNCTION \(function)();
+                        GRANT USAGE ON SEQUENCE \(sequence) TO caregiver_push_runtime;
                         """))
         }
         defer {

@@ -77,7 +77,7 @@ struct LoadAndFaultTests {
         let fake = try FCMFake()
         let households = try (0..<2).map { _ in try LoadHousehold.seed(url: database.url, marker: "停止") }
         let server = try RunnerServer(
-            arguments: ["--mode", "warm"], environment: fake.environment(["DATABASE_URL": database.url]))
+            arguments: ["--mode", "warm"], environment: fake.environment(["DATABASE_URL": database.runtimeURL]))
         let driver = try LoadDriver(client: server.client, households: households)
         // A warm process's session that sits idle through the outage, as most of the pool's workers do.
         let idleSession = DatabaseSession(url: database.url)

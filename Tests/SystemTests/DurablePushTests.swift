@@ -401,7 +401,7 @@ extension FCMFake {
     /// The function environment pointing at this fake and at `database`.
     func environment(_ database: IsolatedDatabase, _ overrides: [String: String?] = [:]) -> [String: String] {
         var all = overrides
-        all["DATABASE_URL"] = database.url
+        all["DATABASE_URL"] = TestDatabase.runtimeURL(for: database.url)
         return environment(all)
     }
 }

@@ -109,15 +109,18 @@ struct PoolerTests {
         }()
         // One invocation first mints the shared FCM token, so that both bursts start with the same cache.
         let first = try Executables.run(
-            "dose-record", input: warmUp.doseEvent(), environment: fake.environment(["DATABASE_URL": server.url]))
+            "dose-record", input: warmUp.doseEvent(),
+            environment: fake.environment(["DATABASE_URL": TestDatabase.runtimeURL(for: server.url)]))
         try #require(first.response?.statusCode == 200)
 
         let pooled = Self.burst(
-            pooledHomes.map { $0.doseEvent() }, environment: fake.environment(["DATABASE_URL": bouncer.url()]))
+            pooledHomes.map { $0.doseEvent() },
+            environment: fake.environment(["DATABASE_URL": TestDatabase.runtimeURL(for: bouncer.url())]))
         let pooledOutcome = try Self.outcome(pooledHomes, url: server.url, fake: fake)
         let stats = try bouncer.stats(database: "caregiver_push")
         let direct = Self.burst(
-            directHomes.map { $0.doseEvent() }, environment: fake.environment(["DATABASE_URL": server.url]))
+            directHomes.map { $0.doseEvent() },
+            environment: fake.environment(["DATABASE_URL": TestDatabase.runtimeURL(for: server.url)]))
         let directOutcome = try Self.outcome(directHomes, url: server.url, fake: fake)
 
         func count(_ answers: [Answer]) -> [String: Int] {
@@ -309,7 +312,9 @@ struct PoolerTests {
         try holder.connection.query("LOCK TABLE patient_sessions IN ACCESS EXCLUSIVE MODE")
         let answered = DispatchSemaphore(value: 0)
         let result = Mutex<Executables.Run?>(nil)
-        let environment = testEnvironment(["DATABASE_URL": database.url, "DATABASE_LOCK_TIMEOUT_MS": "300"])
+        let environment = testEnvironment([
+            "DATABASE_URL": TestDatabase.runtimeURL(for: database.url), "DATABASE_LOCK_TIMEOUT_MS": "300",
+        ])
         Thread.detachNewThread {
             let run = try? Executables.run("dose-record", input: home.doseEvent(), environment: environment)
             result.withLock { $0 = run }
@@ -335,7 +340,8 @@ struct PoolerTests {
         defer { full.remove() }
         let idle = try (0..<2).map { _ in try PostgresConnection(url: full.url()) }
         let refused = try Executables.run(
-            "push-register", input: event, environment: testEnvironment(["DATABASE_URL": full.url()]))
+            "push-register", input: event,
+            environment: testEnvironment(["DATABASE_URL": TestDatabase.runtimeURL(for: full.url())]))
         idle.forEach { $0.close() }
         #expect(refused.result.exitStatus == 0)
         #expect(refused.response?.statusCode == 503 && refused.response?.headers["retry-after"] != nil)
@@ -347,7 +353,8 @@ struct PoolerTests {
         defer { busy.remove() }
         let holder = try LockHolder(url: busy.url())
         let waited = try Executables.run(
-            "push-register", input: event, environment: testEnvironment(["DATABASE_URL": busy.url()]))
+            "push-register", input: event,
+            environment: testEnvironment(["DATABASE_URL": TestDatabase.runtimeURL(for: busy.url())]))
         holder.release()
         #expect(waited.result.exitStatus == 0)
         #expect(waited.response?.statusCode == 503 && waited.response?.headers["retry-after"] != nil)
@@ -355,7 +362,9 @@ struct PoolerTests {
         // A startup parameter PgBouncer does not accept: no retry will help, so it is a misconfiguration.
         let options = try Executables.run(
             "push-register", input: event,
-            environment: testEnvironment(["DATABASE_URL": busy.url() + "?options=-c%20statement_timeout%3D1000"]))
+            environment: testEnvironment([
+                "DATABASE_URL": TestDatabase.runtimeURL(for: busy.url()) + "?options=-c%20statement_timeout%3D1000"
+            ]))
         #expect(options.result.exitStatus == 0)
         #expect(options.response?.statusCode == 500)
         #expect(options.stderr.contains(#""config.variable":"DATABASE_URL""#))

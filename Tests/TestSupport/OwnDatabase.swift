@@ -13,15 +13,21 @@ package struct OwnDatabase: Sendable {
 
     package var url: String { "postgresql://postgres@127.0.0.1:\(port)/caregiver_push" }
 
-    package init(port: Int, maxConnections: Int? = nil) throws {
+    /// - Parameter migrated: `false` leaves the new cluster's database empty (a test that prepares it first).
+    package init(port: Int, maxConnections: Int? = nil, migrated: Bool = true) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("own-pg-\(UUID().uuidString)").path
         self.port = port
         self.maxConnections = maxConnections
         start()
+        guard migrated else { return }
         let connection = try PostgresConnection(url: url)
         defer { connection.close() }
         try Migrator(directory: TestDatabase.migrationsDirectory).migrate(connection, logger: .init(label: "tests"))
+        try connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
     }
+
+    /// This cluster's database as the functions reach it (``TestDatabase/runtimeURL``).
+    package var runtimeURL: String { "postgresql://\(Migrator.runtimeRole)@127.0.0.1:\(port)/caregiver_push" }
 
     package func start() { Self.pg(["start", directory, "\(port)"], maxConnections: maxConnections) }
     package func stop() { Self.pg(["stop", directory]) }

@@ -17,12 +17,29 @@ package enum TestDatabase {
 
     package static let migrationsDirectory = repositoryRoot.appendingPathComponent("infra/migrations")
 
-    /// Migrates the test database once per test process, before anything invokes a function against it.
+    /// Migrates the test database once per test process, before anything invokes a function against it, and lets the
+    /// runtime role log in (the operator's one step after the first migration: docs/deploy.md#roles; the throwaway
+    /// cluster trusts loopback connections, so no password). Once per process: concurrent `ALTER ROLE`s of one role
+    /// fail with "tuple concurrently updated".
     package static let migrated: Bool = {
         guard let connection = try? connect() else { return false }
-        connection.close()
-        return true
+        defer { connection.close() }
+        return (try? connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))) != nil
     }()
+
+    /// The test database as the functions reach it: as the runtime role, which holds only the rights their statements
+    /// need. The suites run every function with it (``testEnvironment(_:)``); `url` (the cluster's superuser, whose
+    /// `search_path` the test cluster pins to the project's schema) seeds and inspects.
+    package static var runtimeURL: String { runtimeURL(for: url) }
+
+    /// `databaseURL` with the runtime role as its user (and no password).
+    package static func runtimeURL(for databaseURL: String) -> String {
+        _ = migrated
+        guard var components = URLComponents(string: databaseURL) else { return databaseURL }
+        components.user = Migrator.runtimeRole
+        components.password = nil
+        return components.string ?? databaseURL
+    }
 
     /// A migrated connection. The migrator's advisory lock makes the concurrent first calls safe.
     package static func connect() throws -> PostgresConnection {
@@ -178,6 +195,9 @@ package final class IsolatedDatabase: Sendable {
         url = components?.string ?? TestDatabase.url
         try with { _ in }
     }
+
+    /// This database as the functions reach it (``TestDatabase/runtimeURL``).
+    package var runtimeURL: String { TestDatabase.runtimeURL(for: url) }
 
     deinit {
         // Under `make test` the leak scan reads every isolated database at the end (the cluster is thrown away then).

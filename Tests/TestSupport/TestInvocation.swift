@@ -27,7 +27,7 @@ package func caregiverToken(
 /// The environment the functions get in tests.
 package func testEnvironment(_ overrides: [String: String?] = [:]) -> [String: String] {
     var environment = [
-        "DATABASE_URL": TestDatabase.url,
+        "DATABASE_URL": TestDatabase.runtimeURL,
         "SUPABASE_JWT_SECRET": testJWTSecret,
         "PUSH_ENVIRONMENT": "DEV",
     ]

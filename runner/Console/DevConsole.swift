@@ -205,10 +205,10 @@ enum ConsoleQueries {
                    to_char(pd.next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "nextAttemptAt",
                    pe.source, pe.local_date::text AS date, pe.slot, p.display_name AS "patientName",
                    CASE WHEN char_length(dev.token) <= 20 THEN dev.token ELSE left(dev.token, 20) || '…' END AS device
-            FROM push_deliveries pd
-            JOIN push_devices dev ON dev.id = pd.push_device_id
-            LEFT JOIN push_events pe ON pe.event_key = pd.event_key
-            LEFT JOIN patients p ON p.id = pe.patient_id
+            FROM caregiver_push.push_deliveries pd
+            JOIN caregiver_push.push_devices dev ON dev.id = pd.push_device_id
+            LEFT JOIN caregiver_push.push_events pe ON pe.event_key = pd.event_key
+            LEFT JOIN caregiver_push.patients p ON p.id = pe.patient_id
             ORDER BY pd.created_at DESC, pd.id LIMIT 100) d
         """
 
@@ -219,12 +219,12 @@ enum ConsoleQueries {
                    is_enabled AS enabled, disabled_reason AS reason,
                    to_char(last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "lastSeenAt",
                    to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt"
-            FROM push_devices ORDER BY updated_at DESC, id LIMIT 100) d
+            FROM caregiver_push.push_devices ORDER BY updated_at DESC, id LIMIT 100) d
         """
 
     static let patientNames: PostgresQuery = """
         SELECT coalesce(json_object_agg(id::text, display_name), '{}')::text
-        FROM (SELECT id, display_name FROM patients LIMIT 1000) p
+        FROM (SELECT id, display_name FROM caregiver_push.patients LIMIT 1000) p
         """
 
     static func read(databaseURL: String) -> Snapshot {

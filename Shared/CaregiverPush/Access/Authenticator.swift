@@ -121,7 +121,7 @@ public final class Authenticator {
             logger: context.logger,
             [
                 """
-                SELECT id, patient_id FROM patient_sessions
+                SELECT id, patient_id FROM caregiver_push.patient_sessions
                 WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(context.now)
                 """
             ])[0]

@@ -113,7 +113,7 @@ public final class RemoteJWKS {
     }
 
     private var storedRowQuery: PostgresQuery {
-        "SELECT document, fetched_at, attempted_at FROM jwks_cache WHERE url = \(url)"
+        "SELECT document, fetched_at, attempted_at FROM caregiver_push.jwks_cache WHERE url = \(url)"
     }
 
     private func storedRow(_ connection: PostgresConnection) throws -> StoredRow? {
@@ -178,7 +178,7 @@ public final class RemoteJWKS {
         }
         try connection.query(
             """
-            INSERT INTO jwks_cache (url, document, fetched_at, attempted_at)
+            INSERT INTO caregiver_push.jwks_cache (url, document, fetched_at, attempted_at)
             VALUES (\(url), \(row.document), \(row.fetchedAt), \(row.attemptedAt))
             ON CONFLICT (url) DO UPDATE
             SET document = EXCLUDED.document, fetched_at = EXCLUDED.fetched_at, attempted_at = EXCLUDED.attempted_at

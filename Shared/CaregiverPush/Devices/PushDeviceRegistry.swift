@@ -98,7 +98,7 @@ public struct PushDeviceRegistry {
             "SELECT pg_advisory_xact_lock(\(Self.ownerLockNamespace), hashtext(\(owner)))",
             "SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))",
             """
-            INSERT INTO push_devices
+            INSERT INTO caregiver_push.push_devices
                 (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
                  last_seen_at)
             VALUES ('CAREGIVER', \(caregiverID), \(registration.token), \(tokenHash), \(registration.platform.rawValue),
@@ -121,7 +121,7 @@ public struct PushDeviceRegistry {
         if let installationID = registration.installationID {
             statements.append(
                 """
-                UPDATE push_devices
+                UPDATE caregiver_push.push_devices
                 SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
                 WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
                   AND installation_id = \(installationID) AND token_sha256 <> \(tokenHash) AND is_enabled
@@ -129,7 +129,7 @@ public struct PushDeviceRegistry {
         }
         statements.append(
             """
-            UPDATE push_devices
+            UPDATE caregiver_push.push_devices
             SET is_enabled = false, disabled_reason = \(DisabledReason.tokenReassigned.rawValue), updated_at = now()
             WHERE token_sha256 = \(tokenHash) AND token = \(registration.token)
               AND NOT (owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)) AND is_enabled
@@ -137,10 +137,10 @@ public struct PushDeviceRegistry {
         // The device just registered sorts first whatever the clocks say; then the most recently seen.
         statements.append(
             """
-            UPDATE push_devices
+            UPDATE caregiver_push.push_devices
             SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
             WHERE id IN (
-                SELECT id FROM push_devices
+                SELECT id FROM caregiver_push.push_devices
                 WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND is_enabled
                 ORDER BY token_sha256 = \(tokenHash) DESC, last_seen_at DESC, id
                 OFFSET \(max(deviceCap, 1)))
@@ -176,7 +176,7 @@ public struct PushDeviceRegistry {
     public func status(token: String, caregiverID: UUID) throws -> DeviceStatus? {
         let rows = try connection.query(
             """
-            SELECT is_enabled, disabled_reason FROM push_devices
+            SELECT is_enabled, disabled_reason FROM caregiver_push.push_devices
             WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
               AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token)
             """)
@@ -194,7 +194,7 @@ public struct PushDeviceRegistry {
         try connection.withTransaction { connection in
             try connection.query(
                 """
-                UPDATE push_devices
+                UPDATE caregiver_push.push_devices
                 SET is_enabled = false, disabled_reason = \(DisabledReason.userDisabled.rawValue), updated_at = now()
                 WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
                   AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token) AND is_enabled

@@ -24,7 +24,7 @@ struct Medication {
     static func findQuery(_ id: UUID, patientID: UUID) -> PostgresQuery {
         """
         SELECT is_prn, start_date::text, end_date::text, archived_at IS NOT NULL
-        FROM medications WHERE id = \(id) AND patient_id = \(patientID)
+        FROM caregiver_push.medications WHERE id = \(id) AND patient_id = \(patientID)
         """
     }
 
@@ -42,7 +42,8 @@ struct Medication {
     /// times.
     static func scheduleTimeQuery(_ id: UUID, minuteOfDay: Int) -> PostgresQuery {
         let time = "\(String(minuteOfDay / 60).leftPadded(to: 2)):\(String(minuteOfDay % 60).leftPadded(to: 2)):00"
-        return "SELECT 1 FROM medication_schedule_times WHERE medication_id = \(id) AND time_of_day = \(time)::time"
+        return
+            "SELECT 1 FROM caregiver_push.medication_schedule_times WHERE medication_id = \(id) AND time_of_day = \(time)::time"
     }
 
     /// The statement that reads the patient's active, scheduled (non-PRN) medications on `date` with their schedule
@@ -51,8 +52,8 @@ struct Medication {
     static func scheduledDosesQuery(patientID: UUID, on date: LocalDate) -> PostgresQuery {
         """
         SELECT m.id, (extract(hour FROM t.time_of_day) * 60 + extract(minute FROM t.time_of_day))::int
-        FROM medications m
-        JOIN medication_schedule_times t ON t.medication_id = m.id
+        FROM caregiver_push.medications m
+        JOIN caregiver_push.medication_schedule_times t ON t.medication_id = m.id
         WHERE m.patient_id = \(patientID) AND m.archived_at IS NULL AND NOT m.is_prn
           AND m.start_date <= \(date.text)::date AND (m.end_date IS NULL OR m.end_date >= \(date.text)::date)
         ORDER BY m.id, t.time_of_day

@@ -42,7 +42,7 @@ public struct PatientAccess: Sendable, Equatable {
     var linkQuery: PostgresQuery? {
         guard role == .caregiver else { return nil }
         return """
-            SELECT 1 FROM caregiver_patient_links
+            SELECT 1 FROM caregiver_push.caregiver_patient_links
             WHERE caregiver_id = \(recorderID) AND patient_id = \(patientID) AND revoked_at IS NULL
             """
     }
@@ -53,7 +53,7 @@ public struct PatientAccess: Sendable, Equatable {
     func lockQuery(namespace: Int, key: String) -> PostgresQuery {
         guard role == .caregiver else { return "SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key)))" }
         return """
-            SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key))) FROM caregiver_patient_links
+            SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key))) FROM caregiver_push.caregiver_patient_links
             WHERE caregiver_id = \(recorderID) AND patient_id = \(patientID) AND revoked_at IS NULL
             """
     }

@@ -43,7 +43,7 @@ public struct DoseRecord: Endpoint {
             var writes = transaction.flight()
             let inserted = writes.add(
                 """
-                INSERT INTO dose_records
+                INSERT INTO caregiver_push.dose_records
                     (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
                 VALUES (\(recordID), \(access.patientID), \(medicationID), \(scheduledAt), \(takenAt),
                         \(access.role.rawValue), \(access.recorderID))
@@ -52,7 +52,7 @@ public struct DoseRecord: Endpoint {
                 """)
             let stored = writes.add(
                 """
-                SELECT id, taken_at, recording_group_id FROM dose_records
+                SELECT id, taken_at, recording_group_id FROM caregiver_push.dose_records
                 WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
                   AND scheduled_at = \(scheduledAt)
                 """)

@@ -67,7 +67,7 @@ public struct PrnRecord: Endpoint {
             var writes = transaction.flight()
             let insert = writes.add(
                 """
-                INSERT INTO prn_dose_records
+                INSERT INTO caregiver_push.prn_dose_records
                     (id, patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint,
                      recorded_by_role, recorded_by_id)
                 VALUES (\(recordID), \(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value),
@@ -133,7 +133,7 @@ public struct PrnRecord: Endpoint {
     /// The statement that reads the record an earlier request with this key created, with its fingerprint.
     private static func recordedQuery(key: UUID, patientID: UUID) -> PostgresQuery {
         """
-        SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM prn_dose_records
+        SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM caregiver_push.prn_dose_records
         WHERE patient_id = \(patientID) AND idempotency_key = \(key)
         """
     }

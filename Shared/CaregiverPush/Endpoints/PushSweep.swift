@@ -151,12 +151,12 @@ public struct PushSweep: ScheduledJob {
             try rounds {
                 """
                 WITH stale AS (
-                    SELECT id FROM push_devices
+                    SELECT id FROM caregiver_push.push_devices
                     WHERE is_enabled AND last_seen_at < now() - make_interval(days => \(configuration.pushDeviceStaleDays))
                     ORDER BY last_seen_at LIMIT \(PushSweep.maintenanceBatch)
                     FOR UPDATE SKIP LOCKED
                 )
-                UPDATE push_devices d
+                UPDATE caregiver_push.push_devices d
                 SET is_enabled = false, disabled_reason = 'STALE', updated_at = now()
                 FROM stale WHERE d.id = stale.id
                 """
@@ -168,17 +168,17 @@ public struct PushSweep: ScheduledJob {
             try rounds {
                 """
                 WITH orphaned AS (
-                    SELECT p.id FROM push_deliveries p
-                    JOIN push_devices d ON d.id = p.push_device_id
+                    SELECT p.id FROM caregiver_push.push_deliveries p
+                    JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
                     WHERE NOT d.is_enabled
                       AND (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
                     LIMIT \(PushSweep.maintenanceBatch)
                     FOR UPDATE OF p SKIP LOCKED
                 )
-                UPDATE push_deliveries p
+                UPDATE caregiver_push.push_deliveries p
                 SET status = 'FAILED', last_error = 'device disabled (' || d.disabled_reason || ') before sending',
                     lease_until = NULL, lease_token = NULL, updated_at = now()
-                FROM orphaned, push_devices d
+                FROM orphaned, caregiver_push.push_devices d
                 WHERE p.id = orphaned.id AND d.id = p.push_device_id
                 """
             }
@@ -190,14 +190,14 @@ public struct PushSweep: ScheduledJob {
             try rounds {
                 """
                 WITH old AS (
-                    SELECT p.id FROM push_deliveries p
-                    JOIN push_events e ON e.event_key = p.event_key
+                    SELECT p.id FROM caregiver_push.push_deliveries p
+                    JOIN caregiver_push.push_events e ON e.event_key = p.event_key
                     WHERE (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
                       AND e.created_at <= now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
                     LIMIT \(PushSweep.maintenanceBatch)
                     FOR UPDATE OF p SKIP LOCKED
                 )
-                UPDATE push_deliveries p
+                UPDATE caregiver_push.push_deliveries p
                 SET status = 'EXPIRED',
                     last_error = CASE WHEN p.last_error IS NULL THEN 'expired: not sent within PUSH_MAX_AGE_SECONDS'
                                  ELSE 'expired after ' || p.attempts || ' attempts; last: ' || p.last_error END,
@@ -214,24 +214,24 @@ public struct PushSweep: ScheduledJob {
             let deliveries = try rounds {
                 """
                 WITH old AS (
-                    SELECT id FROM push_deliveries
+                    SELECT id FROM caregiver_push.push_deliveries
                     WHERE status IN ('SENT', 'FAILED', 'DISABLED_TOKEN', 'EXPIRED')
                       AND updated_at < now() - make_interval(days => \(days))
                     LIMIT \(PushSweep.maintenanceBatch)
                 )
-                DELETE FROM push_deliveries p USING old WHERE p.id = old.id
+                DELETE FROM caregiver_push.push_deliveries p USING old WHERE p.id = old.id
                 """
             }
             let events = try rounds {
                 """
                 WITH old AS (
-                    SELECT e.event_key FROM push_events e
+                    SELECT e.event_key FROM caregiver_push.push_events e
                     WHERE e.created_at < now() - make_interval(days => \(days))
-                      AND NOT EXISTS (SELECT 1 FROM push_deliveries p WHERE p.event_key = e.event_key)
+                      AND NOT EXISTS (SELECT 1 FROM caregiver_push.push_deliveries p WHERE p.event_key = e.event_key)
                     LIMIT \(PushSweep.maintenanceBatch)
                     FOR UPDATE SKIP LOCKED
                 )
-                DELETE FROM push_events e USING old WHERE e.event_key = old.event_key
+                DELETE FROM caregiver_push.push_events e USING old WHERE e.event_key = old.event_key
                 """
             }
             return (deliveries, events)

@@ -43,7 +43,7 @@ public struct SlotBulkRecord: Endpoint {
             let insertOf = doses.map { dose in
                 inserts.add(
                     """
-                    INSERT INTO dose_records
+                    INSERT INTO caregiver_push.dose_records
                         (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
                          recording_group_id)
                     VALUES (\(access.patientID), \(dose.medicationID), \(dose.scheduledAt), \(takenAt),

@@ -9,7 +9,10 @@ import Logging
 /// The OAuth2 access token that authorises FCM sends, minted from the service account and shared.
 ///
 /// Minting is slow and rate-limited, so one token serves every invocation: it lives in `fcm_access_tokens` (keyed by
-/// client email) and, in a warm process, in memory too. It is refreshed when under five minutes remain. Minting
+/// client email) and, in a warm process, in memory too. The row holds the token sealed (AES-256-GCM, the client email
+/// as associated data) under a key derived from the service account's private key, which the database never sees:
+/// a reader of the table cannot push, and a row that does not open (sealed under a rotated key, or altered) is
+/// treated as no token at all — a new one is minted over it, the row is never trusted. It is refreshed when under five minutes remain. Minting
 /// happens under a transaction-scoped advisory lock, and the row is read again once the lock is held, so that many
 /// cold invocations arriving together mint one token, not one each.
 public final class AccessTokenProvider {
@@ -23,6 +26,9 @@ public final class AccessTokenProvider {
     /// Whom the token endpoint's certificate must chain to.
     public let trust: TrustStore
     private let signingKey: PrivateKey
+    /// The key that seals the stored token: HKDF-SHA-256 of the private key's PKCS#8 PEM (so that the same key written
+    /// with other line breaks derives the same key).
+    private let sealingKey: [UInt8]
     private var cached: (token: String, expiresAt: Date)?
     /// Tokens this provider minted itself (for tests and benchmarks).
     public private(set) var mintCount = 0
@@ -41,6 +47,12 @@ public final class AccessTokenProvider {
         guard signingKey.kind == .rsa else {
             throw ConfigurationError(variable: variable, reason: "has a private_key that is not an RSA key")
         }
+        guard let normalized = try? signingKey.pemPKCS8() else {
+            throw ConfigurationError(variable: variable, reason: "has a private_key that cannot be exported")
+        }
+        sealingKey = HKDFSHA256.deriveKey(
+            inputKeyMaterial: Array(normalized.utf8), salt: Array("caregiver-push fcm access token".utf8),
+            info: Array(account.clientEmail.utf8))
     }
 
     /// A token with at least five minutes left.
@@ -74,12 +86,14 @@ public final class AccessTokenProvider {
                 "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\(account.clientEmail)))")
             if let stored = try storedToken(connection), usable(stored.token, stored.expiresAt) { return stored }
             let minted = try mint(now: now, timeoutMilliseconds: timeoutMilliseconds)
+            let sealed = try AES256GCM.seal(
+                Array(minted.token.utf8), key: sealingKey, associatedData: Array(account.clientEmail.utf8))
             try connection.query(
                 """
-                INSERT INTO fcm_access_tokens (client_email, access_token, expires_at, updated_at)
-                VALUES (\(account.clientEmail), \(minted.token), \(minted.expiresAt), now())
+                INSERT INTO caregiver_push.fcm_access_tokens (client_email, sealed_token, expires_at, updated_at)
+                VALUES (\(account.clientEmail), \(PostgresBytes(sealed)), \(minted.expiresAt), now())
                 ON CONFLICT (client_email) DO UPDATE
-                SET access_token = EXCLUDED.access_token, expires_at = EXCLUDED.expires_at, updated_at = now()
+                SET sealed_token = EXCLUDED.sealed_token, expires_at = EXCLUDED.expires_at, updated_at = now()
                 """)
             logger.info("fcm access token minted", metadata: ["fcm.client_email": .string(account.clientEmail)])
             return minted
@@ -88,13 +102,22 @@ public final class AccessTokenProvider {
         return token.token
     }
 
+    /// The stored token, when there is one that opens under this service account's key.
     private func storedToken(_ connection: PostgresConnection) throws -> (token: String, expiresAt: Date)? {
         guard
             let row = try connection.query(
-                "SELECT access_token, expires_at FROM fcm_access_tokens WHERE client_email = \(account.clientEmail)"
+                """
+                SELECT sealed_token, expires_at FROM caregiver_push.fcm_access_tokens
+                WHERE client_email = \(account.clientEmail)
+                """
             ).single
         else { return nil }
-        let (token, expiresAt) = try row.decode((String, Date).self)
+        let (sealed, expiresAt) = try row.decode((PostgresBytes, Date).self)
+        guard
+            let opened = try AES256GCM.open(
+                sealed.bytes, key: sealingKey, associatedData: Array(account.clientEmail.utf8)),
+            let token = String(validating: opened, as: UTF8.self), !token.isEmpty
+        else { return nil }
         return (token, expiresAt)
     }
 

@@ -58,9 +58,9 @@ enum DeliveryQueue {
                 """
                 WITH due AS (
                     SELECT p.id
-                    FROM push_deliveries p
-                    JOIN push_events e ON e.event_key = p.event_key
-                    JOIN push_devices d ON d.id = p.push_device_id
+                    FROM caregiver_push.push_deliveries p
+                    JOIN caregiver_push.push_events e ON e.event_key = p.event_key
+                    JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
                     WHERE (\(eventKey)::text IS NULL OR p.event_key = \(eventKey)::text)
                       AND ((p.status = 'PENDING' AND p.next_attempt_at <= now())
                            OR (p.status = 'SENDING' AND p.lease_until <= now()))
@@ -70,10 +70,10 @@ enum DeliveryQueue {
                     LIMIT \(limit)
                     FOR UPDATE OF p SKIP LOCKED
                 )
-                UPDATE push_deliveries p
+                UPDATE caregiver_push.push_deliveries p
                 SET status = 'SENDING', attempts = p.attempts + 1, lease_token = \(token),
                     lease_until = now() + make_interval(secs => \(leaseSeconds(configuration))), updated_at = now()
-                FROM due, push_events e, push_devices d, patients pt
+                FROM due, caregiver_push.push_events e, caregiver_push.push_devices d, caregiver_push.patients pt
                 WHERE p.id = due.id AND e.event_key = p.event_key AND d.id = p.push_device_id AND pt.id = e.patient_id
                 RETURNING p.id, d.id, d.token, p.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
                           e.recording_group_id, e.taken_at, e.within_time, pt.display_name
@@ -140,7 +140,7 @@ enum DeliveryQueue {
                 let updated = try database.withTransaction { connection in
                     let updated = try connection.query(
                         """
-                        UPDATE push_deliveries p
+                        UPDATE caregiver_push.push_deliveries p
                         SET status = o.status, attempts = o.attempts, last_error = o.last_error,
                             fcm_message_name = o.message_name,
                             next_attempt_at = CASE WHEN o.status = 'PENDING'
@@ -154,7 +154,7 @@ enum DeliveryQueue {
                     ).affectedRows
                     try connection.query(
                         """
-                        UPDATE push_devices d
+                        UPDATE caregiver_push.push_devices d
                         SET is_enabled = false, disabled_reason = o.reason, updated_at = now()
                         FROM jsonb_to_recordset(\(disabledJSON)::jsonb) AS o(device uuid, reason text)
                         WHERE d.id = o.device AND d.is_enabled

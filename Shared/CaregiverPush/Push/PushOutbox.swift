@@ -89,21 +89,21 @@ public enum PushOutbox {
         return """
             WITH owed AS (
                 SELECT (\(doseID)::uuid IS NULL AND \(prnDoseID)::uuid IS NULL)
-                    OR EXISTS (SELECT 1 FROM dose_records WHERE id = \(doseID)::uuid)
-                    OR EXISTS (SELECT 1 FROM prn_dose_records WHERE id = \(prnDoseID)::uuid) AS owed
+                    OR EXISTS (SELECT 1 FROM caregiver_push.dose_records WHERE id = \(doseID)::uuid)
+                    OR EXISTS (SELECT 1 FROM caregiver_push.prn_dose_records WHERE id = \(prnDoseID)::uuid) AS owed
             ), event AS (
-                INSERT INTO push_events
+                INSERT INTO caregiver_push.push_events
                     (event_key, kind, source, patient_id, local_date, slot, recording_group_id, within_time, taken_at)
                 SELECT \(event.eventKey), 'DOSE_TAKEN', \(source.rawValue), \(event.patientID), \(event.date)::date,
                        \(event.slot.rawValue), \(event.recordingGroupID)::uuid, \(event.withinTime), \(event.takenAt)
                 FROM owed WHERE owed.owed
                 ON CONFLICT (event_key) DO NOTHING
             )
-            INSERT INTO push_deliveries (event_key, push_device_id, status, next_attempt_at)
+            INSERT INTO caregiver_push.push_deliveries (event_key, push_device_id, status, next_attempt_at)
             SELECT \(event.eventKey), d.id, 'PENDING', now()
-            FROM owed, caregiver_patient_links l
+            FROM owed, caregiver_push.caregiver_patient_links l
             CROSS JOIN LATERAL (
-                SELECT id FROM push_devices
+                SELECT id FROM caregiver_push.push_devices
                 WHERE owner_type = 'CAREGIVER' AND owner_id = l.caregiver_id
                   AND environment = \(environment.rawValue) AND is_enabled
                 ORDER BY last_seen_at DESC, id

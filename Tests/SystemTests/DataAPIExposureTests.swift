@@ -1,0 +1,443 @@
+import Codecs
+import CaregiverPush
+import Foundation
+import Libpq
+import Logging
+import Migrations
+import Testing
+import TestSupport
+
+/// The database as the docs deploy it (docs/deploy.md#the-database): what a Supabase project's Data API could reach.
+///
+/// PostgREST serves a project's exposed schemas to the roles `anon` (the publishable key every copy of the app
+/// carries) and `authenticated` (any signed-in user): it runs each request as `SET LOCAL ROLE anon` (or
+/// `authenticated`) with the caller's claims in `request.jwt.claims`. These tests do the same over every relation and
+/// count what gets through. A PostgreSQL cluster of the test's own plays the Supabase project: its roles and, with the
+/// project setting that grants new tables in `public` to the API roles on, those default privileges.
+@Suite("closed to Supabase's Data API, least privilege", .serialized)
+struct DataAPIExposureTests {
+    /// The relations the migrations make (the history included).
+    static let relations = [
+        "patients", "caregiver_patient_links", "patient_sessions", "medications", "medication_schedule_times",
+        "dose_records", "prn_dose_records", "push_devices", "push_deliveries", "fcm_access_tokens", "push_events",
+        "jwks_cache", "schema_migrations",
+    ]
+
+    @Test("an earlier version's database on Supabase: every relation exposed before, none after, data moved along")
+    func legacyDatabaseMovesForward() throws {
+        let cluster = try OwnDatabase(port: try freeLocalPort(), migrated: false)
+        defer { cluster.remove() }
+        let owner = try PostgresConnection(url: cluster.url)
+        defer { owner.close() }
+        try SupabaseProject.createRoles(owner)
+        try SupabaseProject.grantNewTablesInPublic(owner)
+        // What the previous version's migrator did: the first three migrations in `public`, history beside them.
+        try LegacyDeployment.migrate(owner)
+        let household = try LegacyDeployment.fill(owner)
+        let before = try Probe.run(owner, schema: "public", relations: Self.relations, caregiver: household.caregiver)
+        print(Probe.report("before (an earlier version's database, Supabase's automatic grants on)", before))
+        // Every relation readable and deletable by both API roles.
+        #expect(Set(before.filter { $0.operation == .select }.map(\.relation)).count == Self.relations.count)
+        #expect(Set(before.filter { $0.operation == .delete }.map(\.role)) == ["anon", "authenticated"])
+        let counted = try Self.rowCounts(owner, schema: "public")
+
+        try Migrator(directory: TestDatabase.migrationsDirectory).migrate(owner, logger: Logger(label: "tests"))
+        try owner.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
+        // Every row moved along, but the clear-text access token, which the migration deletes.
+        let moved = try Self.rowCounts(owner, schema: "caregiver_push")
+        for relation in Self.relations where relation != "fcm_access_tokens" && relation != "schema_migrations" {
+            #expect(moved[relation] == counted[relation], "\(relation)")
+        }
+        #expect(moved["fcm_access_tokens"] == 0)
+        #expect(
+            try owner.query("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")[0].decode(Int.self, at: 0)
+                == 0)
+        // The moved database serves the built functions, as the runtime role.
+        try Self.record(runtimeURL: cluster.runtimeURL, owner: owner, caregiver: household.caregiver)
+        // A project that exposes the schema by mistake, following Supabase's own steps for a custom schema.
+        try SupabaseProject.exposeSchemaByMistake(owner, schema: "caregiver_push")
+        let after = try Probe.run(
+            owner, schema: "caregiver_push", relations: Self.relations, caregiver: household.caregiver)
+        print(Probe.report("after (migrated forward, the schema then exposed by mistake)", after))
+        #expect(after.isEmpty)
+    }
+
+    @Test("a new Supabase project: beside the app's own public.patients, nothing reachable, even exposed by mistake")
+    func newSupabaseProject() throws {
+        let cluster = try OwnDatabase(port: try freeLocalPort(), migrated: false)
+        defer { cluster.remove() }
+        let owner = try PostgresConnection(url: cluster.url)
+        defer { owner.close() }
+        try SupabaseProject.createRoles(owner)
+        try SupabaseProject.grantNewTablesInPublic(owner)
+        // The app's own tables of the same names, in `public`.
+        try owner.executeScript(
+            """
+            CREATE TABLE public.patients (id bigint PRIMARY KEY, nickname text);
+            INSERT INTO public.patients VALUES (1, 'x');
+            CREATE TABLE public.medications (id bigint PRIMARY KEY);
+            """)
+        try Migrator(directory: TestDatabase.migrationsDirectory).migrate(owner, logger: Logger(label: "tests"))
+        try owner.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
+        #expect(try owner.query("SELECT nickname FROM public.patients")[0].decode(String.self, at: 0) == "x")
+        let caregiver = UUID()
+        try Self.record(runtimeURL: cluster.runtimeURL, owner: owner, caregiver: caregiver)
+        let closed = try Probe.run(owner, schema: "caregiver_push", relations: Self.relations, caregiver: caregiver)
+        print(Probe.report("a new Supabase project, automatic grants on", closed))
+        #expect(closed.isEmpty)
+        try SupabaseProject.exposeSchemaByMistake(owner, schema: "caregiver_push")
+        let exposed = try Probe.run(owner, schema: "caregiver_push", relations: Self.relations, caregiver: caregiver)
+        print(Probe.report("the same, its schema then exposed by mistake", exposed))
+        #expect(exposed.isEmpty)
+    }
+
+    @Test("plain PostgreSQL (no Supabase roles): the same migrations apply; a stranger role reaches nothing")
+    func plainPostgreSQL() throws {
+        let database = try IsolatedDatabase()
+        try database.with { owner in
+            #expect(try owner.query("SELECT 1 FROM pg_roles WHERE rolname = 'anon'").isEmpty)
+            let caregiver = UUID()
+            try Self.record(runtimeURL: database.runtimeURL, owner: owner, caregiver: caregiver)
+            let stranger = "stranger_" + UUID().uuidString.lowercased().prefix(8)
+            try owner.query(PostgresQuery(unsafeSQL: "CREATE ROLE \(stranger) NOLOGIN"))
+            let found = try Probe.run(
+                owner, schema: "caregiver_push", relations: Self.relations, caregiver: caregiver, roles: [stranger])
+            print(Probe.report("plain PostgreSQL, a role with PUBLIC's rights only", found))
+            #expect(found.isEmpty)
+        }
+    }
+
+    @Test("Supabase's linter finds nothing in the schema: RLS on and forced, no definer views, no mutable search_path")
+    func linterChecks() throws {
+        try TestDatabase.with { connection in
+            let findings = try connection.query(
+                """
+                SELECT 'rls_disabled_in_public: ' || c.relname FROM pg_class c
+                WHERE c.relnamespace = 'caregiver_push'::regnamespace AND c.relkind IN ('r', 'p')
+                  AND NOT (c.relrowsecurity AND c.relforcerowsecurity)
+                UNION ALL
+                SELECT 'security_definer_view: ' || c.relname FROM pg_class c
+                WHERE c.relnamespace = 'caregiver_push'::regnamespace AND c.relkind IN ('v', 'm')
+                  AND NOT coalesce('security_invoker=true' = ANY (c.reloptions), false)
+                UNION ALL
+                SELECT 'function_search_path_mutable: ' || p.proname FROM pg_proc p
+                WHERE p.pronamespace = 'caregiver_push'::regnamespace
+                  AND NOT coalesce(EXISTS (SELECT 1 FROM unnest(p.proconfig) AS setting
+                                           WHERE setting LIKE 'search_path=%'), false)
+                UNION ALL
+                SELECT 'policy_admits_api_role: ' || polname || ' on ' || polrelid::regclass::text FROM pg_policy
+                WHERE polrelid IN (SELECT oid FROM pg_class WHERE relnamespace = 'caregiver_push'::regnamespace)
+                  AND (0 = ANY (polroles) OR EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = ANY (polroles)
+                                                      AND r.rolname IN ('anon', 'authenticated')))
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+            #expect(findings.isEmpty, "\(findings)")
+            // Twelve tables and the history: the checks above looked at something.
+            #expect(
+                try connection.query(
+                    "SELECT count(*) FROM pg_class WHERE relnamespace = 'caregiver_push'::regnamespace AND relkind = 'r'"
+                )[0].decode(Int.self, at: 0) == Self.relations.count)
+        }
+    }
+
+    @Test("the runtime role: no DDL, no TRUNCATE, no history, nothing outside its schema, no deletes of recordings")
+    func runtimeRoleLeastPrivilege() throws {
+        let foreign = "app_table_" + UUID().uuidString.lowercased().prefix(8)
+        try TestDatabase.with { owner in
+            try owner.query(PostgresQuery(unsafeSQL: "CREATE TABLE public.\(foreign) (secret text)"))
+            try owner.query(PostgresQuery(unsafeSQL: "INSERT INTO public.\(foreign) VALUES ('kept')"))
+            let grants = try owner.query(
+                """
+                SELECT table_name || ': ' || string_agg(privilege_type, ', ' ORDER BY privilege_type)
+                FROM information_schema.role_table_grants
+                WHERE table_schema = 'caregiver_push' AND grantee = \(Migrator.runtimeRole)
+                GROUP BY table_name ORDER BY table_name
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+            print("DataAPIExposureTests: \(Migrator.runtimeRole)'s privileges:\n  " + grants.joined(separator: "\n  "))
+        }
+        let runtime = try PostgresConnection(url: TestDatabase.runtimeURL)
+        defer { runtime.close() }
+        let refused = [
+            "CREATE TABLE caregiver_push.intruder (x int)",
+            "CREATE TABLE public.intruder (x int)",
+            "ALTER TABLE caregiver_push.push_devices ADD COLUMN intruder int",
+            "DROP TABLE caregiver_push.push_deliveries",
+            "TRUNCATE caregiver_push.push_deliveries",
+            "CREATE INDEX intruder ON caregiver_push.push_devices (token)",
+            "SELECT * FROM caregiver_push.schema_migrations",
+            "SELECT * FROM public.\(foreign)",
+            "DELETE FROM caregiver_push.dose_records",
+            "UPDATE caregiver_push.patients SET display_name = display_name",
+            "DELETE FROM caregiver_push.push_devices",
+            "CREATE FUNCTION caregiver_push.intruder() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+            "ALTER ROLE \(Migrator.runtimeRole) BYPASSRLS",
+        ]
+        for statement in refused {
+            #expect(throws: PostgresError.self, "\(statement)") {
+                try runtime.query(PostgresQuery(unsafeSQL: statement))
+            }
+        }
+        // What it needs, it has: every table it works on is readable.
+        for relation in Self.relations where relation != "schema_migrations" {
+            _ = try runtime.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM caregiver_push.\(relation)"))
+        }
+    }
+
+    /// A registration, a scheduled dose and a PRN dose through the built functions, pushed to the FCM fake: every
+    /// table the functions write gets rows. `owner` seeds what has no API (patient, link, medications, session).
+    static func record(runtimeURL: String, owner: PostgresConnection, caregiver: UUID) throws {
+        let fake = try FCMFake()
+        let patient = try Seed.patient(owner, displayName: "試験花子")
+        try Seed.link(owner, caregiver: caregiver, patient: patient)
+        let medication = try Seed.medication(owner, patient: patient, name: "露出試験薬", times: ["08:00"])
+        let prn = try Seed.medication(owner, patient: patient, name: "露出試験頓服", isPRN: true)
+        let session = try Seed.session(owner, patient: patient)
+        let date = TokyoDay.offset(-1)
+        let values = [
+            "CAREGIVER_TOKEN": try caregiverToken(caregiver), "PATIENT_TOKEN": session,
+            "DEVICE_TOKEN": makeDeviceToken(), "INSTALLATION_ID": UUID().uuidString,
+            "PATIENT_ID": patient.uuidString.lowercased(), "MEDICATION_ID": medication.uuidString.lowercased(),
+            "SCHEDULED_AT": TokyoDay.instant(date, "08:00"), "IDEMPOTENCY_KEY": UUID().uuidString,
+        ]
+        let environment = fake.environment(["DATABASE_URL": runtimeURL])
+        let register = try Executables.run(
+            "push-register", input: try Executables.fixture("push-register/valid.json", values),
+            environment: environment)
+        #expect(register.response?.statusCode == 200, "\(register.stderr)")
+        let dose = try Executables.run(
+            "dose-record", input: try Executables.fixture("dose-record/patient.json", values), environment: environment)
+        #expect(dose.body?["updatedCount"] == .number(1), "\(dose.stderr)")
+        var prnValues = values
+        prnValues["MEDICATION_ID"] = prn.uuidString.lowercased()
+        let prnDose = try Executables.run(
+            "prn-record", input: try Executables.fixture("prn-record/patient.json", prnValues),
+            environment: environment)
+        #expect(prnDose.response?.statusCode == 201 || prnDose.response?.statusCode == 200, "\(prnDose.stderr)")
+        #expect(try fake.messages().count >= 1)
+        // A key set row too (the HS256 configuration never fetches one), so that no relation is empty.
+        try owner.query(
+            """
+            INSERT INTO caregiver_push.jwks_cache (url, attempted_at) VALUES ('https://example.invalid/jwks', now())
+            ON CONFLICT DO NOTHING
+            """)
+    }
+
+    static func rowCounts(_ connection: PostgresConnection, schema: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for relation in relations {
+            counts[relation] = try connection.query(
+                PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(schema).\(relation)")
+            )[0].decode(Int.self, at: 0)
+        }
+        return counts
+    }
+}
+
+/// The parts of a Supabase project that decide what its Data API reaches.
+enum SupabaseProject {
+    /// The API roles as Supabase creates them (`service_role` bypasses row level security) and PostgREST's login role.
+    static func createRoles(_ connection: PostgresConnection) throws {
+        try connection.executeScript(
+            """
+            CREATE ROLE anon NOLOGIN NOINHERIT;
+            CREATE ROLE authenticated NOLOGIN NOINHERIT;
+            CREATE ROLE service_role NOLOGIN NOINHERIT BYPASSRLS;
+            CREATE ROLE authenticator NOINHERIT LOGIN;
+            GRANT anon, authenticated, service_role TO authenticator;
+            GRANT USAGE ON SCHEMA public TO anon, authenticated, service_role;
+            """)
+    }
+
+    /// "Default privileges for new entities" on: every table, sequence and function created in `public` is granted
+    /// to the API roles.
+    static func grantNewTablesInPublic(_ connection: PostgresConnection) throws {
+        try connection.executeScript(
+            """
+            ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO anon, authenticated, service_role;
+            ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
+            ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;
+            """)
+    }
+
+    /// Supabase's steps for serving a custom schema through the Data API, applied to this one by mistake.
+    static func exposeSchemaByMistake(_ connection: PostgresConnection, schema: String) throws {
+        try connection.executeScript(
+            PostgresQuery(
+                unsafeSQL: """
+                    GRANT USAGE ON SCHEMA \(schema) TO anon, authenticated, service_role;
+                    GRANT ALL ON ALL TABLES IN SCHEMA \(schema) TO anon, authenticated, service_role;
+                    GRANT ALL ON ALL ROUTINES IN SCHEMA \(schema) TO anon, authenticated, service_role;
+                    GRANT ALL ON ALL SEQUENCES IN SCHEMA \(schema) TO anon, authenticated, service_role;
+                    """))
+    }
+}
+
+/// A database as the previous version of the migrator left it: the first three migrations applied in `public`, with
+/// `public.schema_migrations`.
+enum LegacyDeployment {
+    static func migrate(_ connection: PostgresConnection) throws {
+        let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
+        try connection.withTransaction { connection in
+            try connection.query("SET LOCAL search_path TO public")
+            try connection.query(
+                """
+                CREATE TABLE schema_migrations (
+                    version text PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                """)
+            for migration in migrator.migrations.prefix(3) {
+                try connection.executeScript(PostgresQuery(unsafeSQL: migration.sql))
+                try connection.query(
+                    "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))")
+            }
+        }
+    }
+
+    /// One household with a row in every table, written as the previous version wrote them.
+    static func fill(_ connection: PostgresConnection) throws -> (caregiver: UUID, patient: UUID) {
+        let caregiver = UUID()
+        let patient = UUID()
+        let medication = UUID()
+        let device = UUID()
+        let token = makeDeviceToken()
+        let key = "doseTaken:\(patient.uuidString.lowercased()):2026-11-20:morning:08:00"
+        try connection.withTransaction { connection in
+            try connection.query("SET LOCAL search_path TO public")
+            try connection.query("INSERT INTO patients (id, display_name) VALUES (\(patient), '旧版花子')")
+            try connection.query(
+                "INSERT INTO caregiver_patient_links (caregiver_id, patient_id) VALUES (\(caregiver), \(patient))")
+            try connection.query(
+                """
+                INSERT INTO patient_sessions (patient_id, token_hash, expires_at)
+                VALUES (\(patient), \(PostgresBytes(Array(repeating: 7, count: 32))), now() + interval '1 day')
+                """)
+            try connection.query(
+                """
+                INSERT INTO medications (id, patient_id, name, start_date)
+                VALUES (\(medication), \(patient), '旧版の薬', '2020-01-01')
+                """)
+            try connection.query(
+                "INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES (\(medication), '08:00')")
+            try connection.query(
+                """
+                INSERT INTO dose_records (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role,
+                                          recorded_by_id)
+                VALUES (\(patient), \(medication), '2026-11-20T08:00:00+09:00', '2026-11-20T08:01:00+09:00',
+                        'PATIENT', \(patient))
+                """)
+            try connection.query(
+                """
+                INSERT INTO prn_dose_records (patient_id, medication_id, taken_at, quantity, recorded_by_role,
+                                              recorded_by_id)
+                VALUES (\(patient), \(medication), '2026-11-20T09:00:00+09:00', 1, 'PATIENT', \(patient))
+                """)
+            try connection.query(
+                """
+                INSERT INTO push_devices (id, owner_type, owner_id, token, token_sha256, platform, environment)
+                VALUES (\(device), 'CAREGIVER', \(caregiver), \(token), sha256(convert_to(\(token), 'UTF8')), 'ios',
+                        'DEV')
+                """)
+            try connection.query(
+                """
+                INSERT INTO push_events (event_key, kind, source, patient_id, local_date, slot, within_time, taken_at)
+                VALUES (\(key), 'DOSE_TAKEN', 'dose-record', \(patient), '2026-11-20', 'morning', true,
+                        '2026-11-20T08:01:00+09:00')
+                """)
+            try connection.query(
+                "INSERT INTO push_deliveries (event_key, push_device_id, status) VALUES (\(key), \(device), 'SENT')")
+            try connection.query(
+                """
+                INSERT INTO fcm_access_tokens (client_email, access_token, expires_at)
+                VALUES ('sender@example.iam.gserviceaccount.com', 'ya29.a-live-token-of-the-earlier-version',
+                        now() + interval '1 hour')
+                """)
+            try connection.query(
+                "INSERT INTO jwks_cache (url, attempted_at) VALUES ('https://example.invalid/jwks', now())")
+        }
+        return (caregiver, patient)
+    }
+}
+
+/// PostgREST's view of the database: each attempt runs as an API role with a caregiver's claims, in a transaction that
+/// is rolled back.
+enum Probe {
+    enum Operation: String, CaseIterable { case select, insert, update, delete }
+
+    struct Exposure: CustomStringConvertible {
+        let role: String
+        let relation: String
+        let operation: Operation
+        var description: String { "\(role) can \(operation.rawValue) \(relation)" }
+    }
+
+    /// Every (role, relation, operation) that got through. An attempt gets through when it returns or changes a row:
+    /// a SELECT that returns rows, an UPDATE or DELETE that touches rows, an INSERT of the rows the role can read
+    /// (which can only fail on a unique key if it read some). A refusal is an error of insufficient privilege or of
+    /// row level security, or no row at all — every relation holds rows, which the owner checks first.
+    static func run(
+        _ owner: PostgresConnection, schema: String, relations: [String], caregiver: UUID,
+        roles: [String] = ["anon", "authenticated"]
+    ) throws -> [Exposure] {
+        for relation in relations {
+            let rows = try owner.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(schema).\(relation)"))[0]
+                .decode(Int.self, at: 0)
+            #expect(rows > 0, "\(schema).\(relation) holds no row: the probe would prove nothing")
+        }
+        let claims = #"{"sub":"\#(caregiver.uuidString.lowercased())","role":"authenticated","aud":"authenticated"}"#
+        var exposures: [Exposure] = []
+        for role in roles {
+            for relation in relations {
+                let column = try owner.query(
+                    """
+                    SELECT quote_ident(attname) FROM pg_attribute
+                    WHERE attrelid = to_regclass(\(schema + "." + relation)) AND attnum = 1
+                    """
+                )[0].decode(String.self, at: 0)
+                let table = "\(schema).\(relation)"
+                let attempts: [(Operation, String)] = [
+                    (.select, "SELECT count(*) FROM (SELECT * FROM \(table)) AS visible"),
+                    (
+                        .insert,
+                        "WITH i AS (INSERT INTO \(table) SELECT * FROM \(table) RETURNING 1) SELECT count(*) FROM i"
+                    ),
+                    (
+                        .update,
+                        "WITH u AS (UPDATE \(table) SET \(column) = \(column) RETURNING 1) SELECT count(*) FROM u"
+                    ),
+                    (.delete, "WITH d AS (DELETE FROM \(table) RETURNING 1) SELECT count(*) FROM d"),
+                ]
+                for (operation, statement) in attempts
+                where try attempt(owner, role: role, claims: claims, statement) {
+                    exposures.append(Exposure(role: role, relation: relation, operation: operation))
+                }
+            }
+        }
+        return exposures
+    }
+
+    /// Whether one statement, run as `role` with `claims`, returned a count above zero. Always rolled back.
+    static func attempt(_ owner: PostgresConnection, role: String, claims: String, _ statement: String) throws -> Bool {
+        try owner.query("BEGIN")
+        defer { _ = try? owner.query("ROLLBACK") }
+        try owner.query("SELECT set_config('request.jwt.claims', \(claims), true)")
+        try owner.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(role)"))
+        let rows: PostgresRows
+        do {
+            rows = try owner.query(PostgresQuery(unsafeSQL: statement))
+        } catch {
+            // 23505: the INSERT read rows and wrote them back; only a unique key stopped the copy.
+            return error.sqlState == .uniqueViolation
+        }
+        return try rows[0].decode(Int.self, at: 0) > 0
+    }
+
+    static func report(_ title: String, _ exposures: [Exposure]) -> String {
+        var byRelation: [String: [String]] = [:]
+        for exposure in exposures {
+            byRelation[exposure.relation, default: []].append("\(exposure.role) \(exposure.operation.rawValue)")
+        }
+        let lines = byRelation.keys.sorted().map { "  \($0): \(byRelation[$0]!.joined(separator: ", "))" }
+        return "DataAPIExposureTests: \(title): \(exposures.count) exposures over \(byRelation.count) relations"
+            + (lines.isEmpty ? "" : "\n" + lines.joined(separator: "\n"))
+    }
+}
