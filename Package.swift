@@ -236,7 +236,7 @@ let package = Package(
         .testTarget(
             name: "SystemTests",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush",
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
                 "ProcessSupervision", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/SystemTests",

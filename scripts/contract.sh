@@ -37,11 +37,16 @@ fi
 echo "cfn-lint: infra/aws/template.yaml OK"
 
 "$bin/runner" migrate --migrations infra/migrations
+# The functions connect as the runtime role, as deployed (docs/deploy.md#roles); the owner migrates and seeds.
+"$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/psql" -q -v ON_ERROR_STOP=1 "$DATABASE_URL" \
+    -c 'ALTER ROLE caregiver_push_runtime LOGIN'
 export SUPABASE_JWT_SECRET="contract-run-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export PUSH_ENVIRONMENT=DEV
 CAREGIVER_TOKEN=$("$bin/runner" token)
 PATIENT_TOKEN=$("$python" Tests/Contract/patient_session.py)
 export CAREGIVER_TOKEN PATIENT_TOKEN
+DATABASE_URL=$(echo "$DATABASE_URL" | sed -E 's#^([a-z]+://)[^@/]*@#\1caregiver_push_runtime@#')
+export DATABASE_URL
 
 source scripts/runner-lib.sh
 start_runner "$(mktemp -d /tmp/caregiver-push-contract.XXXXXX)" "$bin/runner" --mode warm --fcm-emulator \

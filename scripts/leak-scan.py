@@ -5,8 +5,9 @@ stdout, stderr log lines, the contract run's responses — holds a secret or hea
     scripts/leak-scan.py CAPTURE_DIR
 
 Looks for, in every file under CAPTURE_DIR (HAR files: response bodies only, since requests carry tokens by design):
-  * every device token, medication name and FCM access token in the test database (DATABASE_URL), verbatim;
-  * anything shaped like a JWT, a patient session token (`pst_…`), an OAuth access token (`ya29.`), or a PEM /
+  * every device token and medication name in the test database (DATABASE_URL), verbatim;
+  * anything shaped like a JWT, a patient session token (`pst_…`), an OAuth access token (`ya29.`: the database holds
+    FCM access tokens sealed, so they are found by their shape — Google's and the emulator's both start so), or a PEM /
     service-account private key;
   * the HS256 secret the tests sign with.
 Prints counts, and for each hit its kind and file (never the secret itself); exits 1 on any hit, 2 when there was
@@ -36,9 +37,8 @@ def database_values():
     # the word "token" in any message; a real FCM token is some 150 characters. The tests' medication names are
     # three characters or more.
     queries = {
-        "device token": ("SELECT token FROM push_devices", 16),
-        "medication name": ("SELECT DISTINCT name FROM medications", 3),
-        "FCM access token": ("SELECT access_token FROM fcm_access_tokens", 16),
+        "device token": ("SELECT token FROM caregiver_push.push_devices", 16),
+        "medication name": ("SELECT DISTINCT name FROM caregiver_push.medications", 3),
     }
     # The sweep's tests each run in a database of their own (`isolated_…`, kept until the throwaway cluster goes):
     # their tokens and names count too.

@@ -212,8 +212,14 @@ struct RunnerCommandTests {
     func migrateTwice() throws {
         _ = TestDatabase.migrated
         let migrations = TestDatabase.migrationsDirectory.path
-        let run = try Executables.run("runner", arguments: ["migrate", "--migrations", migrations], input: Data())
+        // Migrations run as the schema's owner; the functions' runtime role may not (no CREATE, no DDL).
+        let run = try Executables.run(
+            "runner", arguments: ["migrate", "--migrations", migrations], input: Data(),
+            environment: testEnvironment(["DATABASE_URL": TestDatabase.url]))
         #expect(run.result.exitStatus == 0)
         #expect(run.stderr.contains("\"migration.applied\":0"))
+        let asRuntime = try Executables.run(
+            "runner", arguments: ["migrate", "--migrations", migrations], input: Data())
+        #expect(asRuntime.result.exitStatus != 0)
     }
 }

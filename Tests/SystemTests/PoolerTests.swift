@@ -351,7 +351,7 @@ struct PoolerTests {
         // in PgBouncer's queue until query_wait_timeout, and PgBouncer ends it.
         let busy = try OwnPgBouncer(upstreamPort: TestDatabase.directPort, poolSize: 1, queryWaitTimeoutSeconds: 1)
         defer { busy.remove() }
-        let holder = try LockHolder(url: busy.url())
+        let holder = try LockHolder(url: TestDatabase.runtimeURL(for: busy.url()))
         let waited = try Executables.run(
             "push-register", input: event,
             environment: testEnvironment(["DATABASE_URL": TestDatabase.runtimeURL(for: busy.url())]))

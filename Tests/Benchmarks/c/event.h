@@ -59,7 +59,7 @@ static int event_registration(const char *event, char *caregiver, size_t caregiv
 }
 
 static const char register_sql[] =
-    "INSERT INTO push_devices"
+    "INSERT INTO caregiver_push.push_devices"
     " (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled, last_seen_at)"
     " VALUES ('CAREGIVER', $1::uuid, $2, sha256(convert_to($2, 'UTF8')), 'ios', 'DEV', NULL, true, now())"
     " ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET"
