@@ -250,8 +250,10 @@ def main():
 
     check(MIGRATOR_DATABASE_PARAMETER in parameters, f"the template has no {MIGRATOR_DATABASE_PARAMETER} parameter")
     owner_pattern = parameters.get(MIGRATOR_DATABASE_PARAMETER, {}).get("AllowedPattern", ".*")
-    check(".+" not in owner_pattern and ".*" not in owner_pattern and "*" not in owner_pattern.replace("]+", ""),
-          f"{MIGRATOR_DATABASE_PARAMETER}'s pattern admits any text (a wildcard ARN)")
+    check(re.fullmatch(owner_pattern, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:caregiver-push/db-AbCdEf")
+          and not re.fullmatch(owner_pattern, "arn:aws:secretsmanager:eu-west-1:123456789012:secret:*")
+          and not re.fullmatch(owner_pattern, "arn:aws:secretsmanager:*:*:secret:caregiver-push/db-AbCdEf"),
+          f"{MIGRATOR_DATABASE_PARAMETER}'s pattern admits a wildcard ARN, or refuses a real one")
     owner_readers = [n for n, (_, p) in functions.items() if MIGRATOR_DATABASE_PARAMETER in json.dumps(p, default=str)]
     check(owner_readers == ["db-migrate"], f"the owner's secret is read by {owner_readers}, not db-migrate alone")
 
