@@ -70,6 +70,7 @@ struct DataAPIExposureTests {
         defer { owner.close() }
         try SupabaseProject.createRoles(owner)
         try SupabaseProject.grantNewTablesInPublic(owner)
+        try SupabaseProject.grantNewTablesEverywhere(owner)
         // The app's own tables of the same names, in `public`.
         try owner.executeScript(
             """
@@ -80,6 +81,10 @@ struct DataAPIExposureTests {
         try Migrator(directory: TestDatabase.migrationsDirectory).migrate(owner, logger: Logger(label: "tests"))
         try owner.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
         #expect(try owner.query("SELECT nickname FROM public.patients")[0].decode(String.self, at: 0) == "x")
+        // Default privileges granted every new table to the API roles; the migrator took each grant back.
+        let granted = try SupabaseProject.grants(owner, schema: "caregiver_push")
+        print("DataAPIExposureTests: granted to the API roles and PUBLIC in caregiver_push: \(granted)")
+        #expect(granted.isEmpty)
         let caregiver = UUID()
         try Self.record(runtimeURL: cluster.runtimeURL, owner: owner, caregiver: caregiver)
         let closed = try Probe.run(owner, schema: "caregiver_push", relations: Self.relations, caregiver: caregiver)
@@ -258,6 +263,32 @@ enum SupabaseProject {
             ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
             ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;
             """)
+    }
+
+    /// The same grants for new objects in every schema (default privileges without `IN SCHEMA`), which a schema's own
+    /// default privileges cannot take back: only the migrator's revocations after the fact can.
+    static func grantNewTablesEverywhere(_ connection: PostgresConnection) throws {
+        try connection.executeScript(
+            """
+            ALTER DEFAULT PRIVILEGES GRANT ALL ON TABLES TO anon, authenticated, service_role;
+            ALTER DEFAULT PRIVILEGES GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
+            """)
+    }
+
+    /// What PostgreSQL lists as granted to the API roles and PUBLIC on the schema and everything in it.
+    static func grants(_ connection: PostgresConnection, schema: String) throws -> [String] {
+        try connection.query(
+            """
+            SELECT 'schema: ' || coalesce(r.rolname, 'PUBLIC') || ' ' || a.privilege_type
+            FROM pg_namespace n, aclexplode(n.nspacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+            WHERE n.nspname = \(schema) AND (a.grantee = 0 OR r.rolname IN ('anon', 'authenticated', 'service_role'))
+            UNION ALL
+            SELECT c.relname || ': ' || coalesce(r.rolname, 'PUBLIC') || ' ' || a.privilege_type
+            FROM pg_class c, aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+            WHERE c.relnamespace = to_regnamespace(\(schema))
+              AND (a.grantee = 0 OR r.rolname IN ('anon', 'authenticated', 'service_role'))
+            """
+        ).map { try $0.decode(String.self, at: 0) }
     }
 
     /// Supabase's steps for serving a custom schema through the Data API, applied to this one by mistake.
