@@ -72,7 +72,15 @@ run_pooled_pass() (
 # without both. The kit's manifest sets no warning flag (an app's build decides); its CI holds it to none here.
 # Then the consumer checks: an app-like package that resolves only the kit, by path and as a remote package.
 run_kit_tests() {
-    swift test --package-path Client --scratch-path .build/client-kit -Xswiftc -warnings-as-errors "$@"
+    local kit=(--package-path Client --scratch-path .build/client-kit -Xswiftc -warnings-as-errors)
+    if [ "$#" -gt 0 ]; then
+        swift test "${kit[@]}" "$@"
+    else
+        # One target at a time: the end-to-end tests block threads while their child processes run, and the
+        # server-free tests' timings (budgets, a deadline) must not wait on them for one of the two cores.
+        swift test "${kit[@]}" --filter '^CaregiverPushClientTests\.'
+        swift test "${kit[@]}" --filter '^CaregiverPushClientEndToEndTests\.'
+    fi
     # By path (a monorepo or a submodule): the kit compiles as the app's own code, here under an app that treats
     # every warning as an error.
     swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer -Xswiftc -warnings-as-errors
