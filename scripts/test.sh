@@ -9,6 +9,7 @@
 #   scripts/test.sh --unit [ARGS]   the UnitTests target only: no database, no process (make test-unit)
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 #   scripts/test.sh --kit [ARGS]    the app kit's package only (Client/: `swift test ARGS…` there), then the consumer
+#                                   by path and by URL
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,13 +66,49 @@ run_pooled_pass() (
     fi
 )
 
-# The app kit (Client/, a package of its own with no server dependency): its unit tests, and its end-to-end tests
-# against the runner, functions and FCM emulator built above (FUNCTIONS_BIN_DIR) and this run's PostgreSQL
-# (DATABASE_URL) — they fail without both. Then the consumer check: an app-like package that resolves only the kit.
+# The app kit (Client/, a package of its own with no server dependency): its server-free tests
+# (CaregiverPushClientTests) and its end-to-end tests (CaregiverPushClientEndToEndTests) against the runner,
+# functions and FCM emulator built above (FUNCTIONS_BIN_DIR) and this run's PostgreSQL (DATABASE_URL) — they fail
+# without both. The kit's manifest sets no warning flag (an app's build decides); its CI holds it to none here.
+# Then the consumer checks: an app-like package that resolves only the kit, by path and as a remote package.
 run_kit_tests() {
-    swift test --package-path Client --scratch-path .build/client-kit "$@"
-    swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer
+    local kit=(--package-path Client --scratch-path .build/client-kit -Xswiftc -warnings-as-errors)
+    if [ "$#" -gt 0 ]; then
+        swift test "${kit[@]}" "$@"
+    else
+        # One target at a time: the end-to-end tests block threads while their child processes run, and the
+        # server-free tests' timings (budgets, a deadline) must not wait on them for one of the two cores.
+        swift test "${kit[@]}" --filter '^CaregiverPushClientTests\.'
+        swift test "${kit[@]}" --filter '^CaregiverPushClientEndToEndTests\.'
+    fi
+    # By path (a monorepo or a submodule): the kit compiles as the app's own code, here under an app that treats
+    # every warning as an error.
+    swift test --package-path Tests/ClientConsumer --scratch-path .build/client-consumer -Xswiftc -warnings-as-errors
+    run_kit_remote_check
 }
+
+# By URL, as the app resolves the kit once `Client/` is a repository of its own: a throwaway git repository made
+# from the working tree (uncommitted edits included), resolved with a file:// URL and built with
+# `-suppress-warnings`, as Xcode builds a remote package. SwiftPM drops a remote package's own warning settings,
+# Xcode does not; so the repository is also built as a package of its own with `-suppress-warnings`, which fails
+# ("conflicting options") if its manifest ever asks for warnings as errors again.
+run_kit_remote_check() (
+    repository=$(mktemp -d /tmp/caregiver-push-kit-remote.XXXXXX)
+    # The pin of a throwaway URL is worth nothing afterwards, and the path build does not want it.
+    trap 'rm -rf "$repository" Tests/ClientConsumer/Package.resolved' EXIT
+    rm -f Tests/ClientConsumer/Package.resolved
+    kit="$repository/caregiver-push-client"
+    mkdir "$kit"
+    tar -C Client --exclude=.build --exclude=.swiftpm -cf - . | tar -C "$kit" -xf -
+    git -C "$kit" init -q -b main
+    git -C "$kit" add -A
+    git -C "$kit" -c user.name=kit -c user.email=kit@localhost commit -q -m "the kit's working tree"
+    swift build --package-path "$kit" --scratch-path .build/client-kit-remote-root --target CaregiverPushClient \
+        -Xswiftc -suppress-warnings
+    rm -rf .build/client-consumer-remote
+    CLIENT_KIT_URL="file://$kit" swift test --package-path Tests/ClientConsumer --disable-dependency-cache \
+        --scratch-path .build/client-consumer-remote -Xswiftc -suppress-warnings
+)
 
 run_tests() {
     # Lint first (whole runs): swift-format, from the toolchain, in strict mode over every Swift file (make lint).

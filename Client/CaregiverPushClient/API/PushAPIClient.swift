@@ -7,28 +7,36 @@ import Foundation
 /// app's `APIClient.registerPushDevice` / `unregisterPushDevice`.
 ///
 /// Each call takes a fresh bearer token from `accessToken` (the caregiver's Supabase access token), sends JSON, and
-/// turns every answer other than a 200 into a ``PushAPIError``, within its ``CaregiverPushRequestBudget``. It logs
+/// turns every answer other than a 200 into a ``PushAPIError``, within its ``CaregiverPushRequestBudget``. A 401 is
+/// tried once more with the token `refreshedAccessToken` gives (the app refreshes its session), when the app passes
+/// one. A cancelled call stops at once, as ``PushAPIError/network(_:)`` with `URLError.Code.cancelled`. It logs
 /// nothing, so neither the device token nor the bearer token can reach a log through it.
-public struct PushAPIClient: Sendable {
+public struct PushAPIClient: PushAPI {
     /// The platform this client registers; the server accepts `ios` today.
     public static let platform = "ios"
 
     private let baseURL: URL
     private let accessToken: @Sendable () async throws -> String
+    private let refreshedAccessToken: (@Sendable () async throws -> String)?
     private let session: URLSession
     public let budget: CaregiverPushRequestBudget
 
     /// - Parameters:
     ///   - baseURL: the API's origin, e.g. `https://api.example.com` (the paths start with `/api/push/`).
     ///   - budget: how long a call may take, retries included (SC-001's 5 s by default).
+    ///   - refreshedAccessToken: after a 401, a bearer token from a session the app has just refreshed (Supabase's
+    ///     `refreshSession()`); the call is tried once more with it. Throwing, or `nil` (no refresh), means sign in
+    ///     again (``PushAPIError/signInRequired``).
     ///   - accessToken: the caregiver's current bearer token; throwing means there is no session
     ///     (``PushAPIError/signInRequired``).
     public init(
         baseURL: URL, budget: CaregiverPushRequestBudget = .sc001,
+        refreshedAccessToken: (@Sendable () async throws -> String)? = nil,
         accessToken: @escaping @Sendable () async throws -> String
     ) {
         self.baseURL = baseURL
         self.accessToken = accessToken
+        self.refreshedAccessToken = refreshedAccessToken
         self.budget = budget
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = budget.attemptTimeout
@@ -80,22 +88,33 @@ public struct PushAPIClient: Sendable {
         return body
     }
 
-    /// One call: attempts until one answers, the failure is not transient, or the budget is spent.
+    /// One call: attempts until one answers, the failure is not transient, the call is cancelled, or the budget is
+    /// spent. A 401 is tried once more with a refreshed session's token.
     private func post(_ path: String, _ body: [String: BodyValue]) async throws(PushAPIError) -> Data {
-        let bearer: String
+        var bearer: String
         do { bearer = try await accessToken() } catch { throw .signInRequired }
+        var refreshed = false
         let deadline = ContinuousClock.now + .milliseconds(Int(budget.total * 1000))
         while true {
+            guard !Task.isCancelled else { throw .network(.cancelled) }
             let remaining = ContinuousClock.now.duration(to: deadline)
             let seconds = Double(remaining.components.seconds) + Double(remaining.components.attoseconds) * 1e-18
             guard seconds > 0.05 else { throw .timedOut }
             do {
                 return try await attempt(path, body, bearer: bearer, timeout: min(budget.attemptTimeout, seconds))
-            } catch let error where error.isTransient {
+            } catch {
+                // An access token expires while the app runs; the app's session can be refreshed once, not in a loop.
+                if error == .signInRequired, !refreshed, let refreshedAccessToken {
+                    refreshed = true
+                    do { bearer = try await refreshedAccessToken() } catch { throw .signInRequired }
+                    continue
+                }
+                guard error.isTransient, !Task.isCancelled else { throw error }
                 let afterPause = ContinuousClock.now + .milliseconds(Int(budget.retryDelay * 1000))
                 // Another attempt only while it can still get a whole second's worth of time.
                 guard afterPause.duration(to: deadline) > .seconds(1) else { throw error }
-                try? await Task.sleep(until: afterPause)
+                // Cancelled during the pause (the screen went away): no further attempt.
+                do { try await Task.sleep(until: afterPause) } catch { throw .network(.cancelled) }
             }
         }
     }
@@ -117,6 +136,8 @@ public struct PushAPIClient: Sendable {
             (data, response) = try await session.data(for: request)
         } catch let error as URLError {
             throw error.code == .timedOut ? .timedOut : .network(error.code)
+        } catch is CancellationError {
+            throw .network(.cancelled)
         } catch {
             throw .network(.unknown)
         }

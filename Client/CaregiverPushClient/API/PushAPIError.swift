@@ -32,7 +32,8 @@ public enum PushAPIError: Error, Sendable, Equatable, CustomStringConvertible {
     case unexpectedAnswer
     /// No answer within the client's budget (``CaregiverPushRequestBudget``).
     case timedOut
-    /// No answer at all: offline, the host unreachable, the connection lost.
+    /// No answer at all: offline, the host unreachable, the connection lost; `.cancelled` when the caller's task was
+    /// cancelled.
     case network(URLError.Code)
 
     public var description: String {
@@ -66,10 +67,12 @@ public enum PushAPIError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Whether a retry within the budget may succeed: no answer, or a 5xx. The calls are idempotent.
+    /// Whether a retry within the budget may succeed: no answer, or a 5xx. The calls are idempotent. A cancelled
+    /// call is not retried.
     var isTransient: Bool {
         switch self {
-        case .timedOut, .network, .unavailable: true
+        case .network(let code): code != .cancelled
+        case .timedOut, .unavailable: true
         case .server(let status, _): status >= 500
         default: false
         }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Reads a notification into a ``CaregiverPushDeepLinkTarget``: the remote `DOSE_TAKEN` push, and the app's own local
-/// reminders. Pure functions; ``CaregiverPushDeepLinkRouter`` holds the result for the UI.
+/// reminders. Pure, nonisolated functions with a `Sendable` result: a notification delegate calls them where iOS calls
+/// it (off the main actor), and hands the target to ``CaregiverPushDeepLinkRouter/route(_:)`` on the main actor.
 public enum CaregiverPushDeepLink {
     /// The target of a remote push, from its `userInfo` as iOS delivers it (FCM's `data` keys at the top level).
     ///

@@ -26,11 +26,60 @@ public struct CaregiverPushBanner: Identifiable, Sendable, Hashable {
     public let accessibilityHint: String
 }
 
+/// What a notification arriving in the foreground is, read from its `userInfo` where the delegate gets it — off
+/// the main actor. `userInfo` is not `Sendable` and does not cross to the main actor; this does, and
+/// ``CaregiverPushForegroundPresenter/present(_:mode:)`` applies it there.
+///
+/// ```swift
+/// nonisolated func userNotificationCenter(_ center: UNUserNotificationCenter, willPresent notification: UNNotification)
+///     async -> UNNotificationPresentationOptions
+/// {
+///     let decision = CaregiverPushForegroundDecision(userInfo: notification.request.content.userInfo)
+///     let shown = await MainActor.run { presenter.present(decision, mode: lifecycle.mode) }
+///     …
+/// }
+/// ```
+public struct CaregiverPushForegroundDecision: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// A `DOSE_TAKEN` push that routes, with its own alert title and body when it had them.
+        case doseTaken(CaregiverPushDeepLinkTarget, title: String?, body: String?)
+        /// A remote push of another type, or one that does not route.
+        case otherPush
+        /// One of the app's local reminders (no `type`).
+        case localReminder
+    }
+
+    public let kind: Kind
+
+    public init(userInfo: [AnyHashable: Any]) {
+        guard CaregiverPushDeepLink.isRemotePush(userInfo) else {
+            kind = .localReminder
+            return
+        }
+        guard let target = CaregiverPushDeepLink.target(remotePush: userInfo) else {
+            kind = .otherPush
+            return
+        }
+        let alert = (userInfo[AnyHashable("aps")] as? [String: Any])?["alert"] as? [String: Any]
+        kind = .doseTaken(target, title: alert?["title"] as? String, body: alert?["body"] as? String)
+    }
+
+    /// What iOS should present in `mode`; the in-app banner is the presenter's.
+    public func systemPresentation(mode: CaregiverPushAppMode) -> CaregiverPushSystemPresentation {
+        switch kind {
+        case .localReminder: .system
+        case _ where !mode.isCaregiver: []
+        case .otherPush: .system
+        case .doseTaken: [.list, .sound]
+        }
+    }
+}
+
 /// Decides what a push arriving in the foreground shows (US3-4, the seeds' T031 `willPresent`), and routes a tap on
 /// the in-app banner exactly as a tap on a system notification. Replaces the `willPresent` half of the app's
 /// `NotificationCoordinator` and its `bannerPresenter.handleRemotePush`.
 ///
-/// The decision:
+/// The decision (``CaregiverPushForegroundDecision``, made off the main actor; ``present(_:mode:)`` applies it):
 /// - a routable `DOSE_TAKEN` push in caregiver mode → the app's in-app banner (``banner``) instead of the system
 ///   banner; iOS still files it in Notification Center and plays its sound (`[.list, .sound]`), so it is not lost
 ///   when the caregiver ignores the banner;
@@ -51,20 +100,20 @@ public final class CaregiverPushForegroundPresenter {
         self.strings = strings
     }
 
-    /// For `userNotificationCenter(_:willPresent:)`: sets ``banner`` when the app shows its own, and returns what
-    /// iOS should present.
-    public func willPresent(userInfo: [AnyHashable: Any], mode: CaregiverPushAppMode) -> CaregiverPushSystemPresentation
+    /// For `userNotificationCenter(_:willPresent:)`, on the main actor: sets ``banner`` when the app shows its own,
+    /// and returns what iOS should present.
+    public func present(_ decision: CaregiverPushForegroundDecision, mode: CaregiverPushAppMode)
+        -> CaregiverPushSystemPresentation
     {
-        guard CaregiverPushDeepLink.isRemotePush(userInfo) else { return .system }
-        guard mode == .caregiver else { return [] }
-        guard let target = CaregiverPushDeepLink.target(remotePush: userInfo) else { return .system }
-        let alert = (userInfo[AnyHashable("aps")] as? [String: Any])?["alert"] as? [String: Any]
-        let title = alert?["title"] as? String ?? strings(.pushTitle)
-        let body = alert?["body"] as? String ?? ""
-        banner = CaregiverPushBanner(
-            id: UUID(), title: title, body: body, target: target,
-            accessibilityLabel: strings(.bannerLabel, title, body), accessibilityHint: strings(.bannerHint))
-        return [.list, .sound]
+        let presentation = decision.systemPresentation(mode: mode)
+        if mode.isCaregiver, case .doseTaken(let target, let pushTitle, let pushBody) = decision.kind {
+            let title = pushTitle ?? strings(.pushTitle)
+            let body = pushBody ?? ""
+            banner = CaregiverPushBanner(
+                id: UUID(), title: title, body: body, target: target,
+                accessibilityLabel: strings(.bannerLabel, title, body), accessibilityHint: strings(.bannerHint))
+        }
+        return presentation
     }
 
     /// A tap on the banner: routes its target through the router, as a tap on the system notification would, and

@@ -15,6 +15,8 @@ public struct CaregiverPushSettingsText: Sendable {
         self.strings = strings
     }
 
+    /// 設定, the caregiver's Settings tab that holds the section.
+    public var settingsTabTitle: String { strings(.settingsTab) }
     /// 見守りPush通知.
     public var sectionTitle: String { strings(.sectionTitle) }
     public var toggleLabel: String { strings(.toggleLabel) }
@@ -29,6 +31,10 @@ public struct CaregiverPushSettingsText: Sendable {
     /// The overlay's VoiceOver label (it takes the focus while shown).
     public var overlayAccessibilityLabel: String { strings(.overlayLabel) }
 
+    /// The title of the alert that shows a failure (``CaregiverPushSettingsModel/errorState``).
+    public var errorAlertTitle: String { strings(.errorAlertTitle) }
+    /// The alert's second button, which only closes it.
+    public var dismissTitle: String { strings(.actionDismiss) }
     /// The sentence for a failure.
     public func message(for state: CaregiverPushErrorState) -> String { strings(state.messageKey) }
     /// The title of the failure's one button.

@@ -2,6 +2,8 @@
 /// language, and English). A test fails when a key is missing in either language, when the catalog holds a key that
 /// is not here, or when a key here is used nowhere in the kit.
 public enum CaregiverPushStringKey: String, Sendable, CaseIterable {
+    // The caregiver's Settings tab that holds the section.
+    case settingsTab = "caregiver.tabs.settings"
     // The settings section (FR-001, T034).
     case sectionTitle = "caregiver.settings.push.section.title"
     case toggleLabel = "caregiver.settings.push.toggle"
@@ -12,6 +14,9 @@ public enum CaregiverPushStringKey: String, Sendable, CaseIterable {
     // The "更新中" overlay (FR-009).
     case overlayTitle = "caregiver.settings.push.overlay.title"
     case overlayLabel = "caregiver.settings.push.overlay.accessibility.label"
+    // The error alert: its title, the error state's sentence and action, and a button that only closes it.
+    case errorAlertTitle = "caregiver.settings.push.error.title"
+    case actionDismiss = "caregiver.settings.push.action.dismiss"
     // The error states and what each offers.
     case errorPermissionDenied = "caregiver.settings.push.permission.denied"
     case errorNetwork = "caregiver.settings.push.error.network"

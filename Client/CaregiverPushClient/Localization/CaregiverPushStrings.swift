@@ -19,11 +19,39 @@ public struct CaregiverPushStrings: Sendable {
         self.table = Self.catalog?[chosen] ?? Self.compiledTable(language: chosen)
     }
 
-    /// The first of the phone's preferred languages the catalog has (`Locale.preferredLanguages`), else Japanese.
-    public static func preferred(_ preferredLanguages: [String] = Locale.preferredLanguages) -> CaregiverPushStrings {
-        let match = preferredLanguages.lazy.map { String($0.prefix { $0 != "-" && $0 != "_" }) }
-            .first { languages.contains($0) }
-        return CaregiverPushStrings(language: match ?? "ja")
+    /// The kit's text in the language the app's own text is in, so that the two never differ: a Japanese-only app
+    /// shows Japanese on an English-first phone.
+    ///
+    /// The app's language is the first of the phone's preferred languages the app is localized in, else the app's
+    /// development language (as iOS picks it, by language code). The kit uses it when the catalog has it; otherwise
+    /// the first preferred language that both the app and the catalog have; otherwise Japanese.
+    /// - Parameters:
+    ///   - appLocalizations: the languages the app ships (`Bundle.main.localizations`; `Base` is ignored).
+    ///   - developmentLocalization: the app's development language (``appDevelopmentLocalization``).
+    ///   - preferredLanguages: the phone's languages, most preferred first (`Locale.preferredLanguages`).
+    public static func preferred(
+        appLocalizations: [String] = Bundle.main.localizations,
+        developmentLocalization: String? = appDevelopmentLocalization,
+        preferredLanguages: [String] = Locale.preferredLanguages
+    ) -> CaregiverPushStrings {
+        func code(_ language: String) -> String {
+            String(language.prefix { $0 != "-" && $0 != "_" }).lowercased()
+        }
+        let app = Set(appLocalizations.map(code).filter { $0 != "base" })
+        let preferred = preferredLanguages.map(code)
+        let appLanguage = preferred.first { app.contains($0) } ?? developmentLocalization.map(code)
+        if let appLanguage, languages.contains(appLanguage) { return CaregiverPushStrings(language: appLanguage) }
+        let shared = preferred.first { app.contains($0) && languages.contains($0) }
+        return CaregiverPushStrings(language: shared ?? "ja")
+    }
+
+    /// `Bundle.main.developmentLocalization` where Foundation has it (Apple's platforms; on Linux it traps).
+    public static var appDevelopmentLocalization: String? {
+        #if canImport(Darwin)
+            Bundle.main.developmentLocalization
+        #else
+            nil
+        #endif
     }
 
     /// The text for `key`, with `%@` / `%1$@`, `%2$@`… replaced by `arguments` in order. A key the catalog lacks

@@ -53,37 +53,50 @@ public enum CaregiverPushSignOutOutcome: Sendable, Hashable {
 /// The caregiver's "見守りPush通知" toggle (seeds' T007/T029), for a SwiftUI settings screen. Replaces the app's
 /// `CaregiverPushSettingsViewModel`.
 ///
-/// - ON: ``isUpdating`` → notification permission → FCM token → `push/register` → ``isPushEnabled`` (persisted).
+/// - ON: ``isUpdating`` → notification permission → FCM token → `push/register` → ``isPushEnabled`` (persisted); from
+///   the permission's answer on, within ``budget`` (the token fetch included).
 /// - OFF: ``isUpdating`` → `push/unregister` → off (persisted).
 /// - Permission denied: stays off, ``errorState`` is ``CaregiverPushErrorState/permissionDenied``, nothing is sent.
 /// - A network or server error: stays as it was, with ``errorState`` saying what the screen offers.
-/// - Patient mode (``PushTokenLifecycle/mode``): ``isAvailable`` is false and nothing registers.
+/// - Patient mode, or no session the app has told the kit of (``PushTokenLifecycle/mode``): ``isAvailable`` is false
+///   and nothing registers.
 ///
 /// While ``isUpdating`` the screen shows its blocking overlay; it is true from the tap until the change has
 /// succeeded or failed, and a toggle during an update is ignored.
 @MainActor
 @Observable
 public final class CaregiverPushSettingsModel {
-    /// Whether this phone gets pushes; off until the caregiver turns it on, restored from the store at launch.
-    public private(set) var isPushEnabled: Bool
+    /// Whether this phone gets pushes; off until the caregiver turns it on, restored from the store at launch
+    /// (``PushTokenLifecycle/isPushEnabled``: off for a caregiver the stored state does not belong to).
+    public var isPushEnabled: Bool { lifecycle.isPushEnabled }
     public private(set) var isUpdating = false
     /// The last failure; cleared when the next change starts.
     public var errorState: CaregiverPushErrorState?
     /// Why push is OFF without the caregiver turning it off; cleared when they turn it on.
-    public private(set) var offReason: CaregiverPushOffReason?
+    public var offReason: CaregiverPushOffReason? { lifecycle.offReason }
 
     public let lifecycle: PushTokenLifecycle
+    /// How long turning push on may take once notifications are allowed: the FCM token fetch and the registration
+    /// together, within ``CaregiverPushRequestBudget/total``.
+    public let budget: CaregiverPushRequestBudget
     private let permission: any NotificationPermission
+    /// Whether the FCM token of the change in flight has arrived (which failure a deadline is).
+    @ObservationIgnored private var tokenArrived = false
 
-    public init(lifecycle: PushTokenLifecycle, permission: any NotificationPermission) {
+    /// - Parameter budget: SC-001's 5 s by default; the overlay is up for at most that long after the permission
+    ///   prompt (whose answer is the caregiver's time, not the kit's).
+    public init(
+        lifecycle: PushTokenLifecycle, permission: any NotificationPermission,
+        budget: CaregiverPushRequestBudget = .sc001
+    ) {
         self.lifecycle = lifecycle
         self.permission = permission
-        self.isPushEnabled = lifecycle.isPushEnabled
-        self.offReason = lifecycle.offReason
+        self.budget = budget
     }
 
-    /// Whether the screen shows the push section at all: caregiver mode only (T011, T035).
-    public var isAvailable: Bool { lifecycle.mode == .caregiver }
+    /// Whether the screen shows the push section at all: caregiver mode only (T011, T035). Observable: it follows
+    /// ``PushTokenLifecycle/setMode(_:)``.
+    public var isAvailable: Bool { lifecycle.mode.isCaregiver }
 
     /// The toggle's action. Returns when the change has succeeded or failed.
     public func setPushEnabled(_ enabled: Bool) async {
@@ -104,24 +117,31 @@ public final class CaregiverPushSettingsModel {
             errorState = .permissionDenied
             return
         }
-        guard let token = try? await lifecycle.tokenSource.currentToken() else {
-            errorState = .tokenUnavailable
-            return
+        // Firebase's token fetch does not promise to answer, nor to stop when cancelled: the deadline stops waiting
+        // for it, and a token that arrives after the deadline registers nothing.
+        tokenArrived = false
+        let lifecycle = lifecycle
+        let outcome = await CaregiverPushDeadline.run(seconds: budget.total) {
+            [weak self] () -> CaregiverPushErrorState? in
+            guard let token = try? await lifecycle.tokenSource.currentToken() else { return .tokenUnavailable }
+            self?.tokenArrived = true
+            guard !Task.isCancelled else { return .retry }
+            do throws(PushAPIError) {
+                try await lifecycle.turnOn(token: token)
+                return nil
+            } catch {
+                return error.errorState
+            }
         }
-        do {
-            try await lifecycle.turnOn(token: token)
-            isPushEnabled = lifecycle.isPushEnabled
-            offReason = nil
-        } catch {
-            errorState = error.errorState
+        switch outcome {
+        case .finished(let failure): errorState = failure
+        case .timedOut: errorState = tokenArrived ? .retry : .tokenUnavailable
         }
     }
 
     private func turnOff() async {
         do {
             try await lifecycle.turnOff()
-            isPushEnabled = false
-            offReason = nil
         } catch {
             errorState = error.errorState
         }
@@ -137,14 +157,11 @@ public final class CaregiverPushSettingsModel {
     public func recheck() async -> CaregiverPushRecheckOutcome {
         guard isAvailable, !isUpdating else { return .notApplicable }
         await lifecycle.flushPendingUnregister()
-        guard lifecycle.isPushEnabled else {
-            isPushEnabled = false
-            return .notApplicable
-        }
+        guard lifecycle.isPushEnabled else { return .notApplicable }
         if await permission.authorizationStatus() != .allowed {
             _ = await lifecycle.turnOffLocally(keepPending: true)
             lifecycle.setOffReason(.permissionRevoked)
-            return settle(.turnedOff(.permissionRevoked))
+            return .turnedOff(.permissionRevoked)
         }
         guard let token = try? await lifecycle.tokenSource.currentToken() else { return .unchanged }
         if lifecycle.isRegistrationDue(token) {
@@ -173,26 +190,19 @@ public final class CaregiverPushSettingsModel {
         guard !status.enabled else { return .unchanged }
         let reason = CaregiverPushOffReason(serverReason: status.disabledReason)
         lifecycle.serverDisabled(reason)
-        return settle(.turnedOff(reason))
-    }
-
-    private func settle(_ outcome: CaregiverPushRecheckOutcome) -> CaregiverPushRecheckOutcome {
-        isPushEnabled = lifecycle.isPushEnabled
-        offReason = lifecycle.offReason
-        return outcome
+        return .turnedOff(reason)
     }
 
     /// Call before the session ends (the bearer token must still work): unregisters this phone, then forgets the
-    /// local push state even when the server could not be reached, and says which happened. The installation id is
-    /// kept. Shows the overlay meanwhile.
+    /// local push state and whose it was even when the server could not be reached, and says which happened. The
+    /// installation id is kept. Shows the overlay meanwhile. Afterwards the kit is signed out
+    /// (``PushTokenLifecycle/mode``) until the app sets the next session's mode.
     public func signOut() async -> CaregiverPushSignOutOutcome {
         isUpdating = true
         defer { isUpdating = false }
         let wasRegistered = lifecycle.isPushEnabled
         let failure = await lifecycle.turnOffLocally(keepPending: false)
-        lifecycle.setOffReason(nil)
-        isPushEnabled = false
-        offReason = nil
+        lifecycle.signedOut()
         errorState = nil
         guard wasRegistered else { return .nothingRegistered }
         return failure.map { .forgottenLocally($0.errorState) } ?? .unregistered

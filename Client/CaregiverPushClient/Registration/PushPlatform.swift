@@ -25,11 +25,18 @@ public enum CaregiverPushPermissionStatus: Sendable, Hashable {
     case notDetermined
 }
 
-/// Which side of the app is signed in. Patient mode has no push settings and never registers (the seeds' T035).
+/// Which side of the app is signed in, and as whom. Only caregiver mode registers; patient mode has no push settings
+/// (the seeds' T035), and a kit nobody told about the session is signed out.
 public enum CaregiverPushAppMode: Sendable, Hashable {
-    case caregiver
+    /// A caregiver, by their account id (the Supabase user id): the kit's stored push state belongs to them.
+    case caregiver(UUID)
     case patient
     case signedOut
+
+    /// Whether push applies at all: caregiver mode.
+    public var isCaregiver: Bool {
+        if case .caregiver = self { true } else { false }
+    }
 }
 
 /// The phone's current FCM registration token: `Messaging.messaging().token()`.

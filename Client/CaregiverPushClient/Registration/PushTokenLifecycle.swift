@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 
 /// Keeps the server's record of this phone's FCM token current (seeds' T026; the 004 checklist's §19 and §22 gates).
 ///
@@ -16,7 +17,13 @@ import Foundation
 /// this caregiver's other devices with the same installation id as `REPLACED` — the "latest token replaces the old
 /// one" gate. For that to hold across a delete-and-reinstall, the app backs `installationStore` with the Keychain,
 /// which iOS keeps when an app is deleted; `UserDefaults` is erased with the app.
+///
+/// It fails closed: nothing registers until the app says a caregiver is signed in (``setMode(_:)``), and the stored
+/// push state belongs to that caregiver — another caregiver signing in on the phone starts from off, even when the
+/// previous session ended without ``CaregiverPushSettingsModel/signOut()``. ``mode``, ``isPushEnabled`` and
+/// ``offReason`` are observable, so SwiftUI redraws when any of them changes.
 @MainActor
+@Observable
 public final class PushTokenLifecycle {
     /// A registration older than this is renewed on the next launch or token callback.
     public static let refreshInterval: TimeInterval = 30 * 24 * 60 * 60
@@ -33,27 +40,36 @@ public final class PushTokenLifecycle {
         public static let pendingUnregisterToken = "caregiverPush.pendingUnregisterToken"
         /// Why push went OFF without the caregiver turning it off (``CaregiverPushOffReason``'s raw value).
         public static let offReason = "caregiverPush.offReason"
+        /// The caregiver the other keys belong to (their account id, lowercased).
+        public static let caregiverID = "caregiverPush.caregiverID"
     }
 
-    /// Which side of the app is signed in; the app sets it whenever its session changes. Outside caregiver mode
-    /// nothing registers (launch, token callbacks and the toggle all do nothing).
-    public var mode: CaregiverPushAppMode = .caregiver
+    /// Which side of the app is signed in; ``setMode(_:)`` changes it. `.signedOut` until the app says otherwise:
+    /// outside caregiver mode nothing registers (launch, token callbacks and the toggle all do nothing).
+    public private(set) var mode: CaregiverPushAppMode = .signedOut
+
+    /// Whether the caregiver turned push on (and the server accepted this phone); off until then.
+    public private(set) var isPushEnabled = false
+
+    /// Why push went OFF on its own, until the caregiver turns it on again.
+    public private(set) var offReason: CaregiverPushOffReason?
 
     public let environment: PushEnvironment
     let tokenSource: any PushTokenSource
-    private let api: PushAPIClient
+    private let api: any PushAPI
     private let store: any PushStateStore
     private let installationStore: any PushStateStore
     private let clock: any PushClock
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    @ObservationIgnored private var busy = false
+    @ObservationIgnored private var waiting: [CheckedContinuation<Void, Never>] = []
 
     /// - Parameters:
+    ///   - api: ``PushAPIClient``, or an app's own stand-in in its tests.
     ///   - environment: `.dev` in debug builds, `.prod` in release builds; the app decides.
     ///   - store: the toggle and registration state (`UserDefaults`).
     ///   - installationStore: where ``installationId`` lives (the Keychain in the app); `store` when `nil`.
     public init(
-        api: PushAPIClient, environment: PushEnvironment, tokenSource: any PushTokenSource,
+        api: any PushAPI, environment: PushEnvironment, tokenSource: any PushTokenSource,
         store: any PushStateStore, installationStore: (any PushStateStore)? = nil,
         clock: any PushClock = SystemPushClock()
     ) {
@@ -63,10 +79,27 @@ public final class PushTokenLifecycle {
         self.store = store
         self.installationStore = installationStore ?? store
         self.clock = clock
+        reload()
     }
 
-    /// Whether the caregiver turned push on (and the server accepted this phone); off until then.
-    public var isPushEnabled: Bool { store.string(forKey: StateKey.isPushEnabled) == "true" }
+    /// Call whenever the app's session changes: sign-in, sign-out, a switch between caregiver and patient mode.
+    ///
+    /// A caregiver other than the one the stored state belongs to (or state that belongs to no one) starts from
+    /// off: their phone is not registered on the strength of someone else's toggle. The installation id is kept
+    /// (it names the install, not the person). The previous caregiver's registration stays on the server until the
+    /// new caregiver registers the phone (`TOKEN_REASSIGNED`) or the server finds it stale.
+    public func setMode(_ mode: CaregiverPushAppMode) {
+        if case .caregiver(let caregiver) = mode {
+            let owner = caregiver.uuidString.lowercased()
+            if store.string(forKey: StateKey.caregiverID) != owner {
+                forget()
+                store.set(nil, forKey: StateKey.pendingUnregisterToken)
+                store.set(owner, forKey: StateKey.caregiverID)
+            }
+        }
+        self.mode = mode
+        reload()
+    }
 
     /// This install's id, made on first use and kept from then on.
     public var installationId: String {
@@ -76,16 +109,17 @@ public final class PushTokenLifecycle {
         return made
     }
 
-    /// Call from `application(_:didFinishLaunchingWithOptions:)` (in a `Task`): registers the current token if one
-    /// of the rules above says so. Does nothing while push is off; failures are kept for the next launch.
+    /// Call at launch (in a `Task`), after ``setMode(_:)`` with the restored session: registers the current token if
+    /// one of the rules above says so. Does nothing while push is off or no caregiver is signed in; failures are kept
+    /// for the next launch.
     public func applicationDidLaunch() async {
-        guard mode == .caregiver, isPushEnabled, let token = try? await tokenSource.currentToken() else { return }
+        guard mode.isCaregiver, isPushEnabled, let token = try? await tokenSource.currentToken() else { return }
         _ = try? await registerIfNeeded(token: token)
     }
 
     /// Call from `MessagingDelegate.messaging(_:didReceiveRegistrationToken:)`.
     public func tokenDidRefresh(_ token: String) async {
-        guard mode == .caregiver, isPushEnabled else { return }
+        guard mode.isCaregiver, isPushEnabled else { return }
         _ = try? await registerIfNeeded(token: token)
     }
 
@@ -96,7 +130,7 @@ public final class PushTokenLifecycle {
     public func registerIfNeeded(token: String) async throws(PushAPIError) -> Bool {
         await acquire()
         defer { release() }
-        guard mode == .caregiver, isPushEnabled, needsRegistration(token) else { return false }
+        guard mode.isCaregiver, isPushEnabled, needsRegistration(token) else { return false }
         try await register(token)
         return true
     }
@@ -106,10 +140,11 @@ public final class PushTokenLifecycle {
     func turnOn(token: String) async throws(PushAPIError) {
         await acquire()
         defer { release() }
-        guard mode == .caregiver else { return }
+        guard mode.isCaregiver else { return }
         try await register(token)
         store.set("true", forKey: StateKey.isPushEnabled)
         store.set(nil, forKey: StateKey.offReason)
+        reload()
     }
 
     /// Turns push off: unregisters the registered token (or the current one), then forgets the registration.
@@ -148,7 +183,7 @@ public final class PushTokenLifecycle {
     func flushPendingUnregister() async {
         await acquire()
         defer { release() }
-        guard mode == .caregiver, let token = store.string(forKey: StateKey.pendingUnregisterToken) else { return }
+        guard mode.isCaregiver, let token = store.string(forKey: StateKey.pendingUnregisterToken) else { return }
         if (try? await api.unregister(token: token)) != nil {
             store.set(nil, forKey: StateKey.pendingUnregisterToken)
         }
@@ -168,15 +203,29 @@ public final class PushTokenLifecycle {
     func serverDisabled(_ reason: CaregiverPushOffReason) {
         forget()
         store.set(reason.rawValue, forKey: StateKey.offReason)
-    }
-
-    /// Why push went OFF on its own, until the caregiver turns it on again.
-    public var offReason: CaregiverPushOffReason? {
-        store.string(forKey: StateKey.offReason).flatMap(CaregiverPushOffReason.init(rawValue:))
+        reload()
     }
 
     func setOffReason(_ reason: CaregiverPushOffReason?) {
         store.set(reason?.rawValue, forKey: StateKey.offReason)
+        reload()
+    }
+
+    /// Sign-out: the push state and its owner are forgotten (the installation id is kept), and the kit is signed
+    /// out until the app says who signs in next.
+    func signedOut() {
+        forget()
+        store.set(nil, forKey: StateKey.caregiverID)
+        mode = .signedOut
+        reload()
+    }
+
+    /// The observable copies of the stored state, read again after every change to the store.
+    private func reload() {
+        let enabled = store.string(forKey: StateKey.isPushEnabled) == "true"
+        if isPushEnabled != enabled { isPushEnabled = enabled }
+        let reason = store.string(forKey: StateKey.offReason).flatMap(CaregiverPushOffReason.init(rawValue:))
+        if offReason != reason { offReason = reason }
     }
 
     /// Whether a registration is due by the rules above (token changed, 30 days, last attempt failed).
@@ -189,6 +238,7 @@ public final class PushTokenLifecycle {
         ] {
             store.set(nil, forKey: key)
         }
+        reload()
     }
 
     private func needsRegistration(_ token: String) -> Bool {

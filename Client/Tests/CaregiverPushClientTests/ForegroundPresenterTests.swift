@@ -7,7 +7,8 @@ import Testing
 @MainActor
 @Suite("kit: foreground presentation")
 struct ForegroundPresenterTests {
-    static let patient = UUID()
+    nonisolated static let patient = UUID()
+    nonisolated static let caregiver = CaregiverPushAppMode.caregiver(UUID())
     static let push: [AnyHashable: Any] = [
         "type": "DOSE_TAKEN", "patientId": patient.uuidString.lowercased(), "date": "2026-02-11", "slot": "noon",
         "recordingGroupId": "",
@@ -18,7 +19,10 @@ struct ForegroundPresenterTests {
     func caregiverBanner() throws {
         let presenter = CaregiverPushForegroundPresenter(
             router: CaregiverPushDeepLinkRouter(), strings: CaregiverPushStrings(language: "ja"))
-        #expect(presenter.willPresent(userInfo: Self.push, mode: .caregiver) == [.list, .sound])
+        #expect(
+            presenter.present(CaregiverPushForegroundDecision(userInfo: Self.push), mode: Self.caregiver) == [
+                .list, .sound,
+            ])
         let banner = try #require(presenter.banner)
         #expect(banner.title == "服薬記録" && banner.body == "山田花子さんが薬を服用しました")
         #expect(
@@ -27,7 +31,7 @@ struct ForegroundPresenterTests {
         #expect(banner.accessibilityHint == "ダブルタップすると、服薬の履歴を開きます。")
         let english = CaregiverPushForegroundPresenter(
             router: CaregiverPushDeepLinkRouter(), strings: CaregiverPushStrings(language: "en"))
-        _ = english.willPresent(userInfo: Self.push, mode: .caregiver)
+        _ = english.present(CaregiverPushForegroundDecision(userInfo: Self.push), mode: Self.caregiver)
         #expect(english.banner?.accessibilityHint == "Double-tap to open the medication history.")
     }
 
@@ -35,7 +39,7 @@ struct ForegroundPresenterTests {
     func bannerTapRoutesLikeSystemTap() {
         let viaBanner = CaregiverPushDeepLinkRouter()
         let presenter = CaregiverPushForegroundPresenter(router: viaBanner)
-        _ = presenter.willPresent(userInfo: Self.push, mode: .caregiver)
+        _ = presenter.present(CaregiverPushForegroundDecision(userInfo: Self.push), mode: Self.caregiver)
         #expect(presenter.tapBanner())
         #expect(presenter.banner == nil && !presenter.tapBanner())
         let viaSystem = CaregiverPushDeepLinkRouter()
@@ -50,7 +54,7 @@ struct ForegroundPresenterTests {
     func dismissed() {
         let router = CaregiverPushDeepLinkRouter()
         let presenter = CaregiverPushForegroundPresenter(router: router)
-        _ = presenter.willPresent(userInfo: Self.push, mode: .caregiver)
+        _ = presenter.present(CaregiverPushForegroundDecision(userInfo: Self.push), mode: Self.caregiver)
         presenter.dismissBanner()
         #expect(!presenter.tapBanner() && router.pending == nil)
     }
@@ -58,8 +62,8 @@ struct ForegroundPresenterTests {
     @Test("patient mode → nothing shown at all; signed out → nothing")
     func patientMode() {
         let presenter = CaregiverPushForegroundPresenter(router: CaregiverPushDeepLinkRouter())
-        #expect(presenter.willPresent(userInfo: Self.push, mode: .patient) == [])
-        #expect(presenter.willPresent(userInfo: Self.push, mode: .signedOut) == [])
+        #expect(presenter.present(CaregiverPushForegroundDecision(userInfo: Self.push), mode: .patient) == [])
+        #expect(presenter.present(CaregiverPushForegroundDecision(userInfo: Self.push), mode: .signedOut) == [])
         #expect(presenter.banner == nil)
     }
 
@@ -71,7 +75,8 @@ struct ForegroundPresenterTests {
         var broken = Self.push
         broken["date"] = "2026-02-30"
         for userInfo in [other, broken, ["aps": ["sound": "default"]] as [AnyHashable: Any]] {
-            #expect(presenter.willPresent(userInfo: userInfo, mode: .caregiver) == .system)
+            #expect(
+                presenter.present(CaregiverPushForegroundDecision(userInfo: userInfo), mode: Self.caregiver) == .system)
         }
         #expect(presenter.banner == nil)
     }
@@ -82,7 +87,46 @@ struct ForegroundPresenterTests {
         bare["aps"] = ["content-available": 1]
         let presenter = CaregiverPushForegroundPresenter(
             router: CaregiverPushDeepLinkRouter(), strings: CaregiverPushStrings(language: "en"))
-        _ = presenter.willPresent(userInfo: bare, mode: .caregiver)
+        _ = presenter.present(CaregiverPushForegroundDecision(userInfo: bare), mode: Self.caregiver)
         #expect(presenter.banner?.title == "Medication Record")
+    }
+}
+
+/// The foreground path under Swift 6's isolation: the delegate gets `userInfo` off the main actor, reads it there
+/// into a `Sendable` decision or target, and only that crosses to the main actor.
+@Suite("kit: the notification delegate's path off the main actor")
+struct DelegatePathTests {
+    @Test("the decision and the tap's target are made off the main actor; the main actor applies them")
+    func offMainActor() async throws {
+        let push: [AnyHashable: Any] = [
+            "type": "DOSE_TAKEN", "patientId": ForegroundPresenterTests.patient.uuidString, "date": "2026-02-11",
+            "slot": "noon", "aps": ["alert": ["title": "服薬記録", "body": "山田花子さんが薬を服用しました"]],
+        ]
+        // Nonisolated here, as iOS calls the delegate: neither call needs the main actor.
+        let decision = CaregiverPushForegroundDecision(userInfo: push)
+        let target = CaregiverPushDeepLink.target(userInfo: push, identifier: "fcm-request")
+        let expected = try #require(
+            CaregiverPushDeepLinkTarget(patientID: ForegroundPresenterTests.patient, dateKey: "2026-02-11", slot: .noon)
+        )
+        #expect(target == expected)
+        #expect(decision.kind == .doseTaken(expected, title: "服薬記録", body: "山田花子さんが薬を服用しました"))
+        #expect(decision.systemPresentation(mode: .patient) == [])
+        let (shown, banner, pending) = await MainActor.run {
+            let router = CaregiverPushDeepLinkRouter()
+            let presenter = CaregiverPushForegroundPresenter(
+                router: router, strings: CaregiverPushStrings(language: "ja"))
+            let shown = presenter.present(decision, mode: ForegroundPresenterTests.caregiver)
+            router.route(target)
+            return (shown, presenter.banner?.target, router.pending)
+        }
+        #expect(shown == [.list, .sound] && banner == target && pending == target)
+    }
+
+    @Test("a local reminder and another type are left to iOS in any mode; nothing of ours outside caregiver mode")
+    func kinds() {
+        #expect(CaregiverPushForegroundDecision(userInfo: [:]).kind == .localReminder)
+        #expect(CaregiverPushForegroundDecision(userInfo: ["type": "OTHER"]).kind == .otherPush)
+        #expect(CaregiverPushForegroundDecision(userInfo: [:]).systemPresentation(mode: .signedOut) == .system)
+        #expect(CaregiverPushForegroundDecision(userInfo: ["type": "OTHER"]).systemPresentation(mode: .patient) == [])
     }
 }

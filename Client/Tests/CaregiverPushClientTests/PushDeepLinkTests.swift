@@ -218,3 +218,48 @@ struct PatientRoutingTests {
                 == CaregiverPushNavigation(selectPatient: Self.second, dateKey: "2026-02-11", slot: .bedtime))
     }
 }
+
+/// A cold start from a push: the tap arrives before the caregiver's patients are loaded, and waits for them.
+@MainActor
+@Suite("kit: a cold start's tap waits for the patients")
+struct ColdStartTests {
+    static let patient = UUID()
+    static let push: [AnyHashable: Any] = [
+        "type": "DOSE_TAKEN", "patientId": patient.uuidString, "date": "2026-02-11", "slot": "bedtime",
+    ]
+
+    @Test("before the patients are loaded the target waits; once they are, it navigates to the patient")
+    func waitsForPatients() {
+        let router = CaregiverPushDeepLinkRouter()
+        router.route(userInfo: Self.push, identifier: "cold")
+        // The home screen appears before the patient list has loaded: nothing yet, and nothing lost.
+        #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: nil) == nil)
+        #expect(router.pending?.patientID == Self.patient && router.dropped == nil)
+        #expect(
+            router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: [UUID(), Self.patient])
+                == CaregiverPushNavigation(selectPatient: Self.patient, dateKey: "2026-02-11", slot: .bedtime))
+        #expect(router.pending == nil && router.dropped == nil)
+    }
+
+    @Test("a local reminder waits for the patients too, then opens the History of the patient showing")
+    func reminderWaits() {
+        let router = CaregiverPushDeepLinkRouter()
+        router.route(userInfo: [:], identifier: "notif:2026-02-11:morning:1")
+        #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: nil) == nil && router.pending != nil)
+        #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: [])?.slot == .morning)
+    }
+
+    @Test("once loaded, a patient not among them drops the target, and the router says why")
+    func droppedWithReason() throws {
+        let router = CaregiverPushDeepLinkRouter()
+        router.route(userInfo: Self.push, identifier: "cold")
+        #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: nil) == nil)
+        #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: [UUID()]) == nil)
+        let dropped = try #require(router.dropped)
+        #expect(dropped.reason == .patientNotLinked && dropped.target.patientID == Self.patient)
+        #expect(router.pending == nil)
+        // The next tap clears the note.
+        router.route(userInfo: Self.push, identifier: "next")
+        #expect(router.dropped == nil)
+    }
+}

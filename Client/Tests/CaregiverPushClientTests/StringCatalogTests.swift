@@ -6,7 +6,9 @@ import Testing
 /// catalog holds nothing the kit does not use.
 @Suite("kit: the string catalog")
 struct StringCatalogTests {
-    static let kitSources = ServerStack.repositoryRoot.appendingPathComponent("Client/CaregiverPushClient")
+    /// Client/CaregiverPushClient, from this file's place (Client/Tests/CaregiverPushClientTests/).
+    static let kitSources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("CaregiverPushClient")
     static let catalogFile = kitSources.appendingPathComponent("Resources/Localizable.xcstrings")
 
     static func catalog() throws -> [String: [String: String]] {
@@ -74,11 +76,25 @@ struct StringCatalogTests {
         #expect(ja(.bannerLabel, "A", "B") == "通知、A、B")
     }
 
-    @Test("the phone's first preferred language the catalog has; Japanese otherwise")
-    func preferredLanguage() {
-        #expect(CaregiverPushStrings.preferred(["en-US", "ja-JP"]).language == "en")
-        #expect(CaregiverPushStrings.preferred(["fr-FR", "ja_JP"]).language == "ja")
-        #expect(CaregiverPushStrings.preferred(["fr-FR", "de"]).language == "ja")
+    @Test("the language the app's own text is in, not merely the phone's: a Japanese-only app stays Japanese")
+    func followsTheApp() {
+        func language(_ app: [String], _ development: String?, _ phone: [String]) -> String {
+            CaregiverPushStrings.preferred(
+                appLocalizations: app, developmentLocalization: development, preferredLanguages: phone
+            ).language
+        }
+        // A Japanese-only app on an English-first phone shows Japanese, so the kit does too.
+        #expect(language(["ja"], "ja", ["en-US", "ja-JP"]) == "ja")
+        #expect(language(["Base", "ja"], "ja", ["en-GB"]) == "ja")
+        // A bilingual app follows the phone.
+        #expect(language(["en", "ja"], "ja", ["en-US", "ja-JP"]) == "en")
+        #expect(language(["ja", "en"], "ja", ["fr-FR", "ja_JP"]) == "ja")
+        // A language the app lacks: the app's development language.
+        #expect(language(["en", "ja"], "ja", ["fr-FR", "de"]) == "ja")
+        #expect(language(["en", "ja"], "en", ["fr-FR"]) == "en")
+        // The app in a language the catalog lacks: the phone's next language the app and catalog share, else ja.
+        #expect(language(["en", "fr"], "en", ["fr-FR", "en-US"]) == "en")
+        #expect(language(["fr"], "fr", ["fr-FR"]) == "ja")
         #expect(CaregiverPushStrings(language: "xx").language == "ja")
     }
 
@@ -100,6 +116,17 @@ struct StringCatalogTests {
 /// The settings screen's words, labels and hints, as the view reads them.
 @Suite("kit: settings text and accessibility")
 struct SettingsTextTests {
+    @Test("the Settings tab, the error alert's title and its close button, in both languages")
+    func tabAndAlert() {
+        let ja = CaregiverPushSettingsText(strings: CaregiverPushStrings(language: "ja"))
+        #expect(ja.settingsTabTitle == "設定" && ja.dismissTitle == "閉じる")
+        #expect(ja.errorAlertTitle == "Push通知を変更できませんでした")
+        let en = CaregiverPushSettingsText(strings: CaregiverPushStrings(language: "en"))
+        #expect(en.settingsTabTitle == "Settings" && en.dismissTitle == "Close")
+        #expect(en.errorAlertTitle == "Couldn't Change Push Notifications")
+        #expect(Set([ja.dismissTitle, ja.actionTitle(for: .retry), ja.actionTitle(for: .permissionDenied)]).count == 3)
+    }
+
     @Test("section title, toggle label/hint/value, overlay text and VoiceOver label, in both languages")
     func words() {
         let ja = CaregiverPushSettingsText(strings: CaregiverPushStrings(language: "ja"))

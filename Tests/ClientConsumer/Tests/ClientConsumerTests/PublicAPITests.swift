@@ -45,21 +45,26 @@ struct PublicAPITests {
         #expect(
             CaregiverPushDeepLink.target(remotePush: ["type": "DOSE_TAKEN", "date": "2026-02-31", "slot": "noon"])
                 == nil)
-        let presenter = CaregiverPushForegroundPresenter(router: router, strings: .preferred(["en"]))
-        #expect(presenter.willPresent(userInfo: [:], mode: .caregiver) == .system)
-        #expect(CaregiverPushSettingsText(strings: CaregiverPushStrings(language: "ja")).sectionTitle == "見守りPush通知")
+        let presenter = CaregiverPushForegroundPresenter(
+            router: router, strings: .preferred(appLocalizations: ["ja"], preferredLanguages: ["en-US"]))
+        #expect(presenter.present(CaregiverPushForegroundDecision(userInfo: [:]), mode: .caregiver(UUID())) == .system)
+        let text = CaregiverPushSettingsText(strings: CaregiverPushStrings(language: "ja"))
+        #expect(text.sectionTitle == "見守りPush通知" && text.settingsTabTitle == "設定" && !text.dismissTitle.isEmpty)
     }
 
     @Test("the toggle, the lifecycle and the API client can be built and wired from outside the package")
     func wiring() async {
         let api = PushAPIClient(
-            baseURL: URL(string: "http://127.0.0.1:9")!, budget: .init(total: 2, attemptTimeout: 1)
+            baseURL: URL(string: "http://127.0.0.1:9")!, budget: .init(total: 2, attemptTimeout: 1),
+            refreshedAccessToken: { "refreshed-jwt" }
         ) { "caregiver-jwt" }
         let defaults = Defaults()
         let lifecycle = PushTokenLifecycle(
             api: api, environment: .dev, tokenSource: FixedToken(), store: defaults, installationStore: Defaults(),
             clock: SystemPushClock())
         let settings = CaregiverPushSettingsModel(lifecycle: lifecycle, permission: AllowingPermission())
+        #expect(!settings.isAvailable && lifecycle.mode == .signedOut)
+        lifecycle.setMode(.caregiver(UUID()))
         #expect(!settings.isPushEnabled && !settings.isUpdating && settings.errorState == nil && settings.isAvailable)
         #expect(lifecycle.environment == .dev && !lifecycle.installationId.isEmpty)
         // Nothing listens on the discard port: the toggle stays off and says why.
@@ -71,5 +76,38 @@ struct PublicAPITests {
         #expect(await settings.recheck() == .notApplicable)
         #expect(await settings.signOut() == .nothingRegistered)
         _ = UserDefaultsPushStateStore(defaults: .standard)
+    }
+}
+
+/// What the app's own unit tests write to test its view models without a server: a stand-in for the API behind the
+/// kit's protocol.
+actor AnsweringAPI: PushAPI {
+    private(set) var registered: [String] = []
+
+    func register(token: String, environment: PushEnvironment, installationId: String?) async throws(PushAPIError) {
+        registered.append(token)
+    }
+
+    func unregister(token: String) async throws(PushAPIError) {}
+
+    func deviceStatus(token: String, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError) -> CaregiverPushDeviceStatus?
+    {
+        CaregiverPushDeviceStatus(enabled: true, disabledReason: nil)
+    }
+}
+
+@MainActor
+@Suite("an app's own tests, with the API stood in")
+struct AppViewModelTests {
+    @Test("the kit's model over the app's stand-in API turns push on, with no server")
+    func standIn() async {
+        let api = AnsweringAPI()
+        let lifecycle = PushTokenLifecycle(api: api, environment: .prod, tokenSource: FixedToken(), store: Defaults())
+        lifecycle.setMode(.caregiver(UUID()))
+        let settings = CaregiverPushSettingsModel(lifecycle: lifecycle, permission: AllowingPermission())
+        await settings.setPushEnabled(true)
+        let registered = await api.registered
+        #expect(settings.isPushEnabled && registered == ["consumer-token"])
     }
 }

@@ -1,5 +1,5 @@
+import CaregiverPushClientTestSupport
 import Foundation
-import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -9,17 +9,14 @@ import Testing
 // The server side of the kit's end-to-end tests, reached only through its executables and PostgreSQL's own client:
 // the kit's package links nothing of the server. scripts/test.sh passes the built binaries' directory
 // (FUNCTIONS_BIN_DIR) and the throwaway database (DATABASE_URL); without them these tests fail with a message saying
-// so, unless CAREGIVER_PUSH_KIT_UNIT_ONLY=1 says on purpose that only the unit tests are wanted.
+// so. The kit's server-free tests are a target of their own (CaregiverPushClientTests).
 
 enum ServerStack {
-    /// `CAREGIVER_PUSH_KIT_UNIT_ONLY=1`: the end-to-end suites are disabled (never set by `make test`).
-    static let unitOnly = ProcessInfo.processInfo.environment["CAREGIVER_PUSH_KIT_UNIT_ONLY"] == "1"
-
     struct Missing: Error, CustomStringConvertible {
         let variable: String
         var description: String {
             "\(variable) is not set: the kit's end-to-end tests run through scripts/test.sh (make test), which builds "
-                + "the server and starts PostgreSQL; set CAREGIVER_PUSH_KIT_UNIT_ONLY=1 to run only the unit tests"
+                + "the server and starts PostgreSQL; the server-free tests alone: swift test --filter CaregiverPushClientTests"
         }
     }
 
@@ -33,7 +30,7 @@ enum ServerStack {
     static func binDirectory() throws -> URL { URL(fileURLWithPath: try variable("FUNCTIONS_BIN_DIR")) }
     static func databaseURL() throws -> String { try variable("DATABASE_URL") }
 
-    /// The repository (this file is Client/Tests/CaregiverPushClientTests/Support/ServerStack.swift).
+    /// The repository (this file is Client/Tests/CaregiverPushClientEndToEndTests/Support/ServerStack.swift).
     static let repositoryRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
@@ -71,7 +68,7 @@ enum ServerStack {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let errors = Mutex(Data())
+        let errors = Locked(Data())
         let reader = Thread { errors.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
         reader.start()
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
@@ -146,7 +143,9 @@ enum Seed {
     static func patient(_ database: Database, displayName: String = "山田花子") throws -> UUID {
         let rows = try database.query(
             "INSERT INTO patients (display_name) VALUES (\(Database.literal(displayName))) RETURNING id")
-        guard let text = rows.first?.first, let id = UUID(uuidString: text) else { throw ServerStack.Failure("no id") }
+        guard let text = rows.first?.first, let id = UUID(uuidString: text) else {
+            throw ServerStack.Failure("no id")
+        }
         return id
     }
 
@@ -179,10 +178,13 @@ enum Seed {
             INSERT INTO medications (patient_id, name, is_prn, start_date)
             VALUES ('\(patient)', 'テスト薬', false, '2020-01-01') RETURNING id
             """)
-        guard let text = rows.first?.first, let id = UUID(uuidString: text) else { throw ServerStack.Failure("no id") }
+        guard let text = rows.first?.first, let id = UUID(uuidString: text) else {
+            throw ServerStack.Failure("no id")
+        }
         for time in times {
             try database.query(
-                "INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES ('\(id)', '\(time)'::time)")
+                "INSERT INTO medication_schedule_times (medication_id, time_of_day) VALUES ('\(id)', '\(time)'::time)"
+            )
         }
         return id
     }
@@ -230,7 +232,7 @@ enum TokyoDay {
 
 /// A running `runner serve --fcm-emulator` on a free loopback port, driven over real HTTP.
 final class RunnerServer: @unchecked Sendable {
-    // @unchecked: `process` is only touched from the test that owns the server; the log buffer is a Mutex.
+    // @unchecked: `process` is only touched from the test that owns the server; the log buffer is locked.
     let port: Int
     private let process: Process
     private let log = LockedData()
@@ -358,23 +360,23 @@ final class RunnerServer: @unchecked Sendable {
 
 /// Bytes appended from one thread and read from another.
 final class LockedData: Sendable {
-    private let storage = Mutex(Data())
+    private let storage = Locked(Data())
     func append(_ data: Data) { storage.withLock { $0.append(data) } }
     var value: Data { storage.withLock { $0 } }
 }
 
 /// What the runner said during the run, appended to `$LEAK_CAPTURE_DIR` for make test's leak scan.
 enum LeakCapture {
-    private static let file: Mutex<FileHandle?> = {
+    private static let file: Locked<FileHandle?> = {
         guard let directory = ProcessInfo.processInfo.environment["LEAK_CAPTURE_DIR"], !directory.isEmpty else {
-            return Mutex(nil)
+            return Locked(nil)
         }
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = "\(directory)/kit-test-\(ProcessInfo.processInfo.processIdentifier).log"
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         let handle = FileHandle(forWritingAtPath: path)
         _ = try? handle?.seekToEnd()
-        return Mutex(handle)
+        return Locked(handle)
     }()
 
     static func record(_ text: String, source: String) {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -9,14 +8,15 @@ import Synchronization
     private let streamSocket = SOCK_STREAM
 #endif
 
-// Loopback sockets for the transport tests: the thin C layer under them (BSD sockets) is all here.
+// Loopback sockets for the transport tests: the thin C layer under them (BSD sockets) is all here. BSD sockets and
+// `Thread` exist on Linux, macOS and iOS alike, so the server-free tests use them too.
 
-private func closeDescriptor(_ descriptor: Int32) {
+func closeDescriptor(_ descriptor: Int32) {
     _ = close(descriptor)
 }
 
 /// A listening loopback socket on a free port.
-private func listeningSocket() throws -> (descriptor: Int32, port: Int) {
+func listeningSocket() throws -> (descriptor: Int32, port: Int) {
     let descriptor = socket(AF_INET, streamSocket, 0)
     guard descriptor >= 0 else { throw CocoaError(.fileReadUnknown) }
     var address = sockaddr_in()
@@ -39,17 +39,17 @@ private func listeningSocket() throws -> (descriptor: Int32, port: Int) {
 
 /// A loopback TCP port that accepts connections (the kernel completes the handshake) but never answers: what a hung
 /// server looks like to a client. `close()` turns it into a port that refuses connections.
-final class SilentListener {
+public final class SilentListener {
     private var descriptor: Int32
-    let port: Int
+    public let port: Int
 
-    init() throws {
+    public init() throws {
         (descriptor, port) = try listeningSocket()
     }
 
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
-    func close() {
+    public func close() {
         if descriptor >= 0 { closeDescriptor(descriptor) }
         descriptor = -1
     }
@@ -59,12 +59,12 @@ final class SilentListener {
 
 /// A slow network in front of a real server: forwards each connection to `127.0.0.1:upstreamPort` and holds every
 /// answer back for `delay` before passing it on. Counts the requests it carried.
-final class SlowProxy: Sendable {
-    let port: Int
+public final class SlowProxy: Sendable {
+    public let port: Int
     private let listener: Int32
     private let requests = Counter()
 
-    init(upstreamPort: Int, delay: Duration) throws {
+    public init(upstreamPort: Int, delay: Duration) throws {
         let (listener, port) = try listeningSocket()
         self.listener = listener
         self.port = port
@@ -84,9 +84,9 @@ final class SlowProxy: Sendable {
         closeDescriptor(listener)
     }
 
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
     /// Requests carried so far.
-    var requestCount: Int { requests.value }
+    public var requestCount: Int { requests.value }
 
     private static func relay(client: Int32, upstreamPort: Int, delay: Duration, requests: Counter) {
         let upstream = socket(AF_INET, streamSocket, 0)
@@ -151,13 +151,18 @@ final class SlowProxy: Sendable {
 }
 
 /// A number several threads add to.
-final class Counter: Sendable {
-    private let storage = Mutex(0)
+public final class Counter: Sendable {
+    private let storage = Locked(0)
+
+    public init() {}
+
     @discardableResult
-    func increment() -> Int {
+    public func increment() -> Int {
         storage.withLock {
-            $0 += 1; return $0
+            $0 += 1
+            return $0
         }
     }
-    var value: Int { storage.withLock { $0 } }
+
+    public var value: Int { storage.withLock { $0 } }
 }

@@ -1,17 +1,18 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
 /// T011/T035 and sign-out: patient mode has no push settings and never registers; signing out unregisters first
 /// and forgets local state even when the server cannot be reached, and says so.
 @MainActor
-@Suite("kit: patient mode and sign-out", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+@Suite("kit: patient mode and sign-out", .timeLimit(.minutes(2)))
 struct PatientModeAndSignOutTests {
     @Test("patient mode: no settings, the toggle, launch, token callbacks and re-checks register nothing")
     func patientModeNeverRegisters() async throws {
         let server = try RunnerServer.forClient()
         let app = CaregiverApp(baseURL: server.baseURL)
-        app.lifecycle.mode = .patient
+        app.lifecycle.setMode(.patient)
         #expect(!app.settings.isAvailable)
         await app.settings.setPushEnabled(true)
         #expect(!app.settings.isPushEnabled && app.permission.requests == 0 && app.tokenSource.requests == 0)
@@ -21,11 +22,13 @@ struct PatientModeAndSignOutTests {
         #expect(await app.settings.recheck() == .notApplicable)
         #expect(server.registrations() == 0)
         #expect(try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }.isEmpty)
-        app.lifecycle.mode = .caregiver
+        app.lifecycle.setMode(.caregiver(app.caregiver))
         #expect(app.settings.isAvailable)
     }
 
-    @Test("sign-out unregisters the phone while the session works, then forgets the local state (the install id stays)")
+    @Test(
+        "sign-out unregisters the phone while the session works, then forgets the local state (the install id stays)"
+    )
     func signOut() async throws {
         let server = try RunnerServer.forClient()
         let app = await CaregiverApp.enabled(baseURL: server.baseURL)
@@ -39,7 +42,8 @@ struct PatientModeAndSignOutTests {
         #expect(await CaregiverApp(baseURL: server.baseURL).settings.signOut() == .nothingRegistered)
     }
 
-    @Test("sign-out with a dead network: local state forgotten anyway, and the outcome says the server was not told")
+    @Test(
+        "sign-out with a dead network: local state forgotten anyway, and the outcome says the server was not told")
     func signOutDeadNetwork() async throws {
         let server = try RunnerServer.forClient()
         let app = await CaregiverApp.enabled(baseURL: server.baseURL)

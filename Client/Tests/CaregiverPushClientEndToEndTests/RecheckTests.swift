@@ -1,4 +1,5 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// server's record of the phone, against a real runner, PostgreSQL and the FCM emulator.
 @MainActor
 @Suite(
-    "kit: re-checks on launch and return to the foreground", .enabled(if: !ServerStack.unitOnly),
+    "kit: re-checks on launch and return to the foreground",
     .timeLimit(.minutes(2)))
 struct RecheckTests {
     static func rows(_ app: CaregiverApp) throws -> [Seed.Device] {
@@ -36,7 +37,8 @@ struct RecheckTests {
         #expect(try Self.rows(app).map(\.isEnabled) == [true])
     }
 
-    @Test("permission revoked while the server is unreachable → OFF at once; the server is told at the next re-check")
+    @Test(
+        "permission revoked while the server is unreachable → OFF at once; the server is told at the next re-check")
     func revokedOffline() async throws {
         let up = try RunnerServer.forClient()
         let app = await CaregiverApp.enabled(baseURL: up.baseURL)
@@ -117,7 +119,9 @@ struct RecheckTests {
         #expect(!app.settings.isPushEnabled && app.settings.offReason == .otherAccount)
     }
 
-    @Test("the server has no record of the phone (restored database) → registered again; a re-check sends no register")
+    @Test(
+        "the server has no record of the phone (restored database) → registered again; a re-check sends no register"
+    )
     func serverLostTheRow() async throws {
         let server = try RunnerServer.forClient()
         let app = await CaregiverApp.enabled(baseURL: server.baseURL)

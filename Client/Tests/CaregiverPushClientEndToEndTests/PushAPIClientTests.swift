@@ -1,9 +1,10 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
 /// The API client (T027) over real HTTP: the runner's answers decoded into typed errors, and the transport's failures.
-@Suite("kit: the API client against the runner", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+@Suite("kit: the API client against the runner", .timeLimit(.minutes(2)))
 struct PushAPIClientTests {
     static func client(_ url: URL, bearer: String?, budget: CaregiverPushRequestBudget = .sc001) -> PushAPIClient {
         PushAPIClient(baseURL: url, budget: budget) {
@@ -87,7 +88,8 @@ struct PushAPIClientTests {
         }
     }
 
-    @Test("any other answer is a server error with its status and problem type (a base URL with a wrong prefix: 404)")
+    @Test(
+        "any other answer is a server error with its status and problem type (a base URL with a wrong prefix: 404)")
     func otherAnswers() async throws {
         let server = try RunnerServer.forClient()
         let api = Self.client(server.baseURL.appendingPathComponent("v2"), bearer: try caregiverToken(UUID()))

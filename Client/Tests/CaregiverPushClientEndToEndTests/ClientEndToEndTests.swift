@@ -1,4 +1,5 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// would, opens that patient's History at that dose's date and slot — tapped from the background, from a cold start,
 /// or from the in-app banner in the foreground. Then push off, and the next dose reaches the phone no more.
 @MainActor
-@Suite("kit: end to end against the runner", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+@Suite("kit: end to end against the runner", .timeLimit(.minutes(2)))
 struct ClientEndToEndTests {
     /// A caregiver of two patients, each with doses at 13:00 (noon) and 21:00 (bedtime).
     struct Household {
@@ -72,7 +73,8 @@ struct ClientEndToEndTests {
         let foregroundRouter = CaregiverPushDeepLinkRouter()
         let presenter = CaregiverPushForegroundPresenter(
             router: foregroundRouter, strings: CaregiverPushStrings(language: "ja"))
-        #expect(presenter.willPresent(userInfo: userInfo, mode: .caregiver) == [.list, .sound])
+        let decision = CaregiverPushForegroundDecision(userInfo: userInfo)
+        #expect(presenter.present(decision, mode: app.lifecycle.mode) == [.list, .sound])
         let banner = try #require(presenter.banner)
         // The server's text, worded exactly as the kit's catalog words it.
         let strings = CaregiverPushStrings(language: "ja")
@@ -81,7 +83,8 @@ struct ClientEndToEndTests {
                 && banner.body == strings.doseTakenBody(displayName: "山田太郎", withinTime: false))
         #expect(banner.accessibilityLabel.contains(banner.body) && !banner.accessibilityHint.isEmpty)
         #expect(presenter.tapBanner())
-        #expect(foregroundRouter.takeNavigation(selectedPatientID: home.first, linkedPatientIDs: linked) == expected)
+        #expect(
+            foregroundRouter.takeNavigation(selectedPatientID: home.first, linkedPatientIDs: linked) == expected)
 
         // Off: the next dose reaches this phone no more.
         await app.settings.setPushEnabled(false)

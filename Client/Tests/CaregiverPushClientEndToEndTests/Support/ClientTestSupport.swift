@@ -1,67 +1,10 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 
-// The stand-ins the kit's tests may use are the phone's own pieces — permission, FCM token source, store, clock —
-// and the glue between the kit and a real `runner serve --fcm-emulator`. Everything else is real: HTTP, the runner,
-// its functions, PostgreSQL, the FCM emulator.
-
-/// Answers the permission prompt as told, reports the Settings app's switch as told, and notes what the model
-/// showed while asking.
-@MainActor
-final class FakePermission: NotificationPermission {
-    var granted: Bool
-    /// What `notificationSettings()` reports; the Settings app's switch.
-    var status: CaregiverPushPermissionStatus
-    private(set) var requests = 0
-    /// Read at the moment permission is requested (the seeds check `isUpdating` there).
-    var onRequest: () -> Void = {}
-
-    init(granted: Bool) {
-        self.granted = granted
-        self.status = granted ? .allowed : .notDetermined
-    }
-
-    func requestAuthorization() async throws -> Bool {
-        requests += 1
-        onRequest()
-        status = granted ? .allowed : .denied
-        return granted
-    }
-
-    func authorizationStatus() async -> CaregiverPushPermissionStatus { status }
-}
-
-/// Gives the token it holds, as `Messaging.messaging().token()` would.
-@MainActor
-final class FakeTokenSource: PushTokenSource {
-    var token: String
-    private(set) var requests = 0
-
-    init(_ token: String) { self.token = token }
-
-    func currentToken() async throws -> String {
-        requests += 1
-        return token
-    }
-}
-
-/// `UserDefaults` (or the Keychain) in memory; a reinstall is a new `MemoryStore`.
-@MainActor
-final class MemoryStore: PushStateStore {
-    private(set) var values: [String: String]
-
-    init(_ values: [String: String] = [:]) { self.values = values }
-
-    func string(forKey key: String) -> String? { values[key] }
-    func set(_ value: String?, forKey key: String) { values[key] = value }
-}
-
-/// A clock the test moves.
-final class MovableClock: PushClock, @unchecked Sendable {
-    // @unchecked: the tests move it only from the main actor, between awaited calls.
-    var current = Date(timeIntervalSince1970: 1_790_000_000)
-    func now() -> Date { current }
-}
+// The glue between the kit, the phone's stand-ins (CaregiverPushClientTestSupport) and a real
+// `runner serve --fcm-emulator`. Everything else is real: HTTP, the runner, its functions, PostgreSQL, the FCM
+// emulator.
 
 /// One caregiver's app against a real runner: the API client with the caregiver's bearer token, and the lifecycle and
 /// settings model over the phone's stand-ins.
@@ -79,7 +22,8 @@ struct CaregiverApp {
 
     init(
         baseURL: URL, caregiver: UUID = UUID(), token: String = makeDeviceToken(), granted: Bool = true,
-        store: MemoryStore = MemoryStore(), keychain: MemoryStore = MemoryStore(), clock: MovableClock = MovableClock(),
+        store: MemoryStore = MemoryStore(), keychain: MemoryStore = MemoryStore(),
+        clock: MovableClock = MovableClock(),
         permission: FakePermission? = nil, budget: CaregiverPushRequestBudget = .sc001
     ) {
         self.caregiver = caregiver
@@ -97,6 +41,7 @@ struct CaregiverApp {
             api: api, environment: .dev, tokenSource: tokenSource, store: store, installationStore: keychain,
             clock: clock)
         self.settings = CaregiverPushSettingsModel(lifecycle: lifecycle, permission: self.permission)
+        lifecycle.setMode(.caregiver(caregiver))
     }
 
     /// A new app against `baseURL` whose caregiver has turned push on.
@@ -110,7 +55,8 @@ struct CaregiverApp {
     /// switch), against `baseURL`, with the token FCM gives it now.
     func relaunched(baseURL: URL, token: String? = nil) -> CaregiverApp {
         CaregiverApp(
-            baseURL: baseURL, caregiver: caregiver, token: token ?? tokenSource.token, store: store, keychain: keychain,
+            baseURL: baseURL, caregiver: caregiver, token: token ?? tokenSource.token, store: store,
+            keychain: keychain,
             clock: clock, permission: permission)
     }
 }

@@ -1,4 +1,5 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
 /// runner (warm, so that a function's cold start does not count) behind an injected slow network (``SlowProxy``).
 /// The timings are taken off the main actor, where the other suites' work cannot delay them.
 @Suite(
-    "kit: the 5 s budget and the overlay", .serialized, .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+    "kit: the 5 s budget and the overlay", .serialized, .timeLimit(.minutes(2)))
 struct BudgetAndOverlayTests {
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18

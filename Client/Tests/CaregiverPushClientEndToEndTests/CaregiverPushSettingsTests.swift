@@ -1,4 +1,5 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// Serialized: T007 fixes the token to "test-token", and the server hands a token registered by one caregiver over
 /// to the next (`TOKEN_REASSIGNED`), so two of these at once would disturb each other's rows.
 @MainActor
-@Suite("kit: the push toggle (T007)", .serialized, .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+@Suite("kit: the push toggle (T007)", .serialized, .timeLimit(.minutes(2)))
 struct CaregiverPushSettingsTests {
     @Test("T007 (1): initially isPushEnabled = false (default OFF) and isUpdating = false")
     func initialState() throws {
@@ -33,10 +34,12 @@ struct CaregiverPushSettingsTests {
         #expect(app.permission.requests == 1 && updatingWhenAsked == true)
         #expect(app.tokenSource.requests == 1)
         #expect(
-            app.settings.isPushEnabled == true && app.settings.isUpdating == false && app.settings.errorState == nil)
+            app.settings.isPushEnabled == true && app.settings.isUpdating == false && app.settings.errorState == nil
+        )
         let rows = try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }
         #expect(rows.count == 1)
-        #expect(rows.first?.token == "test-token" && rows.first?.platform == "ios" && rows.first?.environment == "DEV")
+        #expect(
+            rows.first?.token == "test-token" && rows.first?.platform == "ios" && rows.first?.environment == "DEV")
         #expect(rows.first?.isEnabled == true && rows.first?.installationID == app.lifecycle.installationId)
         #expect(app.store.values[PushTokenLifecycle.StateKey.isPushEnabled] == "true")
     }
@@ -52,7 +55,8 @@ struct CaregiverPushSettingsTests {
         #expect(app.settings.isUpdating == true)
         await change.value
         #expect(
-            app.settings.isPushEnabled == false && app.settings.isUpdating == false && app.settings.errorState == nil)
+            app.settings.isPushEnabled == false && app.settings.isUpdating == false
+                && app.settings.errorState == nil)
         let rows = try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }
         #expect(rows.count == 1 && rows.first?.token == "test-token")
         #expect(rows.first?.isEnabled == false && rows.first?.disabledReason == "USER_DISABLED")
@@ -60,15 +64,18 @@ struct CaregiverPushSettingsTests {
         #expect(app.store.values[PushTokenLifecycle.StateKey.registeredToken] == nil)
     }
 
-    @Test("T007 (4): permission denied → stays OFF with a message; nothing stored, no token asked for, nothing sent")
+    @Test(
+        "T007 (4): permission denied → stays OFF with a message; nothing stored, no token asked for, nothing sent")
     func permissionDenied() async throws {
         let server = try RunnerServer.forClient()
         let app = CaregiverApp(baseURL: server.baseURL, granted: false)
         await app.settings.setPushEnabled(true)
         #expect(app.settings.isPushEnabled == false && app.settings.isUpdating == false)
-        #expect(app.settings.errorState == .permissionDenied && app.settings.errorState?.action == .openSystemSettings)
+        #expect(
+            app.settings.errorState == .permissionDenied && app.settings.errorState?.action == .openSystemSettings)
         #expect(app.tokenSource.requests == 0)
-        #expect(app.store.values.isEmpty)
+        // Nothing but whose the (empty) state is.
+        #expect(Array(app.store.values.keys) == [PushTokenLifecycle.StateKey.caregiverID])
         #expect(try TestDatabase.with { try Seed.devices($0, owner: app.caregiver) }.isEmpty)
         #expect(server.registrations() == 0)
     }
@@ -93,11 +100,14 @@ struct CaregiverPushSettingsTests {
         let firstLifecycle = PushTokenLifecycle(
             api: first.api, environment: .dev, tokenSource: first.tokenSource,
             store: UserDefaultsPushStateStore(defaults: try #require(UserDefaults(suiteName: suite))))
-        await CaregiverPushSettingsModel(lifecycle: firstLifecycle, permission: first.permission).setPushEnabled(true)
+        firstLifecycle.setMode(.caregiver(first.caregiver))
+        await CaregiverPushSettingsModel(lifecycle: firstLifecycle, permission: first.permission).setPushEnabled(
+            true)
         // The next launch: new objects over the same defaults.
         let relaunched = PushTokenLifecycle(
             api: first.api, environment: .dev, tokenSource: FakeTokenSource("unused"),
             store: UserDefaultsPushStateStore(defaults: try #require(UserDefaults(suiteName: suite))))
+        relaunched.setMode(.caregiver(first.caregiver))
         let restored = CaregiverPushSettingsModel(lifecycle: relaunched, permission: FakePermission(granted: false))
         #expect(restored.isPushEnabled == true && restored.isUpdating == false)
         #expect(relaunched.installationId == firstLifecycle.installationId)

@@ -1,10 +1,11 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
 /// Typed error states the screen acts on, each mapped from what the real runner answers (its problem `type`).
 @MainActor
-@Suite("kit: error states from the server's answers", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+@Suite("kit: error states from the server's answers", .timeLimit(.minutes(2)))
 struct ErrorStateTests {
     static func api(_ url: URL, bearer: String?) -> PushAPIClient {
         PushAPIClient(baseURL: url) {
@@ -55,34 +56,25 @@ struct ErrorStateTests {
     }
 
     @Test(
-        "503 /problems/unavailable and no network → retry; a wrong base path (404 /problems/not-found) → a bug report")
+        "503 /problems/unavailable and no network → retry; a wrong base path (404 /problems/not-found) → a bug report"
+    )
     func retryAndNotFound() async throws {
         let down = try PushTokenLifecycleTests.serverWithoutDatabase()
         let unavailable = Self.api(down.baseURL, bearer: try caregiverToken(UUID()))
         #expect(
-            await Self.state { () async throws(PushAPIError) in try await unavailable.unregister(token: "t") } == .retry
+            await Self.state { () async throws(PushAPIError) in try await unavailable.unregister(token: "t") }
+                == .retry
         )
         let closed = try SilentListener()
         closed.close()
         let offline = Self.api(closed.url, bearer: "x")
         #expect(
-            await Self.state { () async throws(PushAPIError) in try await offline.unregister(token: "t") } == .retry)
+            await Self.state { () async throws(PushAPIError) in try await offline.unregister(token: "t") } == .retry
+        )
         let server = try RunnerServer.forClient()
         let wrong = Self.api(server.baseURL.appendingPathComponent("v2"), bearer: try caregiverToken(UUID()))
         #expect(
             await Self.state { () async throws(PushAPIError) in try await wrong.unregister(token: "t") }
                 == .reportBug(problemType: "/problems/not-found"))
-    }
-
-    @Test("the mapping by problem type, status and transport")
-    func mapping() {
-        #expect(PushAPIError.server(status: 500, problemType: "/problems/internal").errorState == .retry)
-        #expect(PushAPIError.server(status: 502, problemType: nil).errorState == .retry)
-        #expect(PushAPIError.server(status: 403, problemType: "/problems/forbidden").errorState == .signInRequired)
-        #expect(
-            PushAPIError.server(status: 415, problemType: "/problems/unsupported-media-type").errorState
-                == .reportBug(problemType: "/problems/unsupported-media-type"))
-        #expect(PushAPIError.timedOut.errorState == .retry && PushAPIError.unexpectedAnswer.errorState == .retry)
-        #expect(PushAPIError.validation([]).errorState.action == .reportBug)
     }
 }

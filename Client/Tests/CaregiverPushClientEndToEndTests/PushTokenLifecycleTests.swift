@@ -1,15 +1,18 @@
 import CaregiverPushClient
+import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
 /// The token-lifecycle gates of the 004 checklist (§19, §22) and the seeds' T026, against a real `runner serve`.
 @MainActor
-@Suite("kit: token lifecycle (004 gates)", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
+@Suite("kit: token lifecycle (004 gates)", .timeLimit(.minutes(2)))
 struct PushTokenLifecycleTests {
     /// A runner whose database is unreachable: every function answers 503 with `Retry-After`.
     nonisolated static func serverWithoutDatabase() throws -> RunnerServer {
         try RunnerServer.forClient(
-            environment: testEnvironment(["DATABASE_URL": "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2"]))
+            environment: testEnvironment([
+                "DATABASE_URL": "postgresql://postgres@127.0.0.1:1/none?connect_timeout=2"
+            ]))
     }
 
     @Test("three launches with the same token → one registration, one row")
@@ -98,7 +101,9 @@ struct PushTokenLifecycleTests {
         #expect(store.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == nil)
     }
 
-    @Test("reinstall: the new token registers with the kept installationId and the old row is REPLACED, not duplicated")
+    @Test(
+        "reinstall: the new token registers with the kept installationId and the old row is REPLACED, not duplicated"
+    )
     func reinstall() async throws {
         let server = try RunnerServer.forClient()
         let keychain = MemoryStore()
