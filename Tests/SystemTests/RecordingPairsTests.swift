@@ -1,6 +1,7 @@
 import Codecs
 import CaregiverPush
 import Foundation
+import Logging
 import OpenSSLCrypto
 import Testing
 import TestSupport
@@ -91,6 +92,11 @@ struct RecordingPairsTests {
     static func household(times: [String], now: Date) throws -> Household {
         let fake = try FCMFake()
         return try TestDatabase.with { connection in
+            // The FCM access token as a warm deployment holds it, minted on the test's clock, which Google's (the
+            // emulator's) agrees with: an assertion signed at a past instant would be refused as expired.
+            let account = try #require(try ServiceAccount.load(from: fake.configuration()))
+            _ = try AccessTokenProvider(account: account).accessToken(
+                connection: connection, logger: Logger(label: "recording-pairs"))
             let patient = try Seed.patient(connection, displayName: name)
             let (a, c) = (UUID(), UUID())
             let (aDevice, cDevice) = (makeDeviceToken(), makeDeviceToken())
