@@ -34,6 +34,9 @@ command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 # The Lambda builds link libstdc++ statically (scripts/release.sh).
 [ -f "$(clang -print-file-name=libstdc++.a 2>/dev/null)" ] || missing+=(libstdc++-12-dev)
 
+# Tests at a fixed instant (docs/development.md#fixed-instant): libfaketime, preloaded into the built functions.
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || missing+=(libfaketime)
+
 # The dev console's browser test (DevConsoleTests): headless Chromium, and a Japanese font for its screenshot.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [ -f /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf ] || missing+=(fonts-ipafont-gothic)

@@ -11,9 +11,10 @@ package let testJWTSecret = "test-secret-with-at-least-32-characters-of-entropy"
 
 /// A caregiver access token as Supabase Auth issues it (HS256, no `kid`).
 package func caregiverToken(
-    _ caregiverID: UUID, expiresIn: TimeInterval = 3600, role: String = "authenticated", secret: String = testJWTSecret
+    _ caregiverID: UUID, expiresIn: TimeInterval = 3600, role: String = "authenticated", secret: String = testJWTSecret,
+    issuedAt: Date = Date()
 ) throws -> String {
-    let now = Date().timeIntervalSince1970.rounded(.down)
+    let now = issuedAt.timeIntervalSince1970.rounded(.down)
     return try JWTSigner.sign(
         header: [:],
         claims: [
@@ -31,6 +32,7 @@ package func testEnvironment(_ overrides: [String: String?] = [:]) -> [String: S
         "SUPABASE_JWT_SECRET": testJWTSecret,
         "PUSH_ENVIRONMENT": "DEV",
     ]
+    environment.merge(FixedInstant.runShift) { _, shifted in shifted }
     for (key, value) in overrides { environment[key] = value }
     return environment
 }
@@ -81,18 +83,19 @@ package struct Invocation {
     package var json: JSONValue? { try? JSONValue.parse(response.body) }
 }
 
-/// Invokes an endpoint in-process through the same ``FunctionHandler`` the executables use.
+/// Invokes an endpoint in-process through the same ``FunctionHandler`` the executables use; `now` is the
+/// invocation's clock, as a host hands it over (the wall clock unless a test fixes the instant).
 package func invoke(
-    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment()
+    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(), now: Date = Date()
 ) -> Invocation {
-    invokeInProcess(endpoint, event: event, environment: environment, prepare: { _ in }, inspect: { _ in })
+    invokeInProcess(endpoint, event: event, environment: environment, now: now, prepare: { _ in }, inspect: { _ in })
 }
 
 /// ``invoke(_:event:environment:)`` with hooks on the invocation's database session: `prepare` runs before the event
 /// is handed over, `inspect` after the response (and before the post-response work, which runs only when
 /// `runAfterResponse` is set).
 package func invokeInProcess(
-    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(),
+    _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(), now: Date = Date(),
     runAfterResponse: Bool = true, prepare: (DatabaseSession) throws -> Void = { _ in },
     inspect: (DatabaseSession) throws -> Void = { _ in }
 ) rethrows -> Invocation {
@@ -105,7 +108,7 @@ package func invokeInProcess(
     defer { database.close() }
     try prepare(database)
     let output = handler.handle(
-        InvocationInput(eventBytes: Array(event)),
+        InvocationInput(eventBytes: Array(event), now: now),
         resources: FunctionResources(database: database, push: PushResources(configuration: handler.configuration)))
     try inspect(database)
     if runAfterResponse { output.afterResponse?.run() }

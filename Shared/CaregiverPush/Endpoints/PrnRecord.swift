@@ -60,9 +60,9 @@ public struct PrnRecord: Endpoint {
             // outbox statement can tell.
             let recordID = UUID()
             let storedTakenAt = try Date(postgresText: takenAt.date.postgresText)
-            let event = DoseTakenEvent(
-                patientID: access.patientID, date: TokyoClock.dateString(of: storedTakenAt),
-                slot: Slot(instant: storedTakenAt), recordingGroupID: nil, takenAt: takenAt.date, withinTime: false,
+            // An event of its own, keyed by this record: never merged into a slot's (docs/behaviour.md#event-key).
+            let event = DoseTakenEvent.prn(
+                recordID: recordID, patientID: access.patientID, takenAt: storedTakenAt,
                 actingCaregiverID: access.actingCaregiverID)
             var writes = transaction.flight()
             let insert = writes.add(

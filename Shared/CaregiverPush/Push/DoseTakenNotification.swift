@@ -41,8 +41,19 @@ public struct DoseTakenEvent: Sendable, Equatable {
         self.eventKey = storedKey
     }
 
-    /// The de-duplication key (docs/behaviour.md#event-key): `doseTaken:{group}`, or
-    /// `doseTaken:{patient}:{date}:{slot}:{HH:mm}` with the Tokyo minute of `takenAt`. The primary key of
+    /// An as-needed (PRN) dose: an event of its own, keyed by its record (`doseTaken:prn:{recordID}`), never merged
+    /// with a slot's. Its date and slot are those of `takenAt` in Tokyo; it is never within time.
+    public static func prn(recordID: UUID, patientID: UUID, takenAt: Date, actingCaregiverID: UUID?) -> Self {
+        Self(
+            storedKey: "doseTaken:prn:\(recordID.uuidString.lowercased())", patientID: patientID,
+            date: TokyoClock.dateString(of: takenAt), slot: Slot(instant: takenAt), recordingGroupID: nil,
+            takenAt: takenAt, withinTime: false, actingCaregiverID: actingCaregiverID)
+    }
+
+    /// The de-duplication key (docs/behaviour.md#event-key): `doseTaken:{group}` for a slot recording,
+    /// `doseTaken:prn:{record}` for a PRN dose (``prn(recordID:patientID:takenAt:actingCaregiverID:)``), or for a
+    /// single scheduled dose `doseTaken:{patient}:{date}:{slot}:{HH:mm}` — the dose's Tokyo date and slot and the
+    /// Tokyo minute of `takenAt`, which two single doses of one slot taken in one minute share. The primary key of
     /// `push_events`.
     public let eventKey: String
 

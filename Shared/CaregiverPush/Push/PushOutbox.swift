@@ -6,8 +6,11 @@ import Logging
 /// recipient device, written by the transaction that records the dose.
 ///
 /// If the transaction commits, the push is owed and nothing can lose it — the post-response sender or, failing
-/// that, `push-sweep` sends it. If it rolls back, nothing is owed. Conflicts on the event key and on (event,
-/// device) do nothing, so a retried or concurrent duplicate recording still owes one delivery per device per event.
+/// that, `push-sweep` sends it. If it rolls back, nothing is owed. A conflict on (event, device) does nothing, so a
+/// retried or concurrent duplicate recording still owes one delivery per device per event. A conflict on the event
+/// key (two single doses of one slot taken in one minute, docs/behaviour.md#event-key) keeps the stored event and
+/// AND-s its `within_time` with the new recording's, so that what a delivery still to be sent says is true of every
+/// recording in the event.
 public enum PushOutbox {
     /// The function whose transaction wrote the event (stored for operators, never sent).
     public enum Source: String, Sendable {
@@ -97,7 +100,8 @@ public enum PushOutbox {
                 SELECT \(event.eventKey), 'DOSE_TAKEN', \(source.rawValue), \(event.patientID), \(event.date)::date,
                        \(event.slot.rawValue), \(event.recordingGroupID)::uuid, \(event.withinTime), \(event.takenAt)
                 FROM owed WHERE owed.owed
-                ON CONFLICT (event_key) DO NOTHING
+                ON CONFLICT (event_key) DO UPDATE
+                    SET within_time = caregiver_push.push_events.within_time AND excluded.within_time
             )
             INSERT INTO caregiver_push.push_deliveries (event_key, push_device_id, status, next_attempt_at)
             SELECT \(event.eventKey), d.id, 'PENDING', now()
