@@ -24,9 +24,9 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
 
     package init() {}
 
-    /// A lock wait of at most 5 s, a statement of at most 5 minutes.
+    /// A lock wait of at most 5 s, a statement of at most 4 minutes (the migrate Job has 300 s in all).
     static var bounds: TransactionSettings {
-        TransactionSettings(lockTimeoutMilliseconds: 5000, statementTimeoutMilliseconds: 300_000)
+        TransactionSettings(lockTimeoutMilliseconds: 5000, statementTimeoutMilliseconds: 240_000)
     }
 
     package func run() {
