@@ -198,10 +198,15 @@ package final class Gateway: Sendable {
         }
     }
 
-    /// The caller's `x-request-id` when it is a short printable token, else a new UUID.
+    /// The caller's `x-request-id` when it is a short token of letters, digits, `-`, `_`, `.` and `:`, else a new
+    /// UUID. It becomes a warm worker's `Lambda-Runtime-Trace-Id` (`Root=1-<id>`): a `;` or `=` would let a caller
+    /// append fields of its own there (`;Parent=…;Sampled=1`).
     static func requestID(_ given: String?) -> String {
         if let given, !given.isEmpty, given.utf8.count <= 128,
-            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+            given.utf8.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "-_.:".utf8.contains(byte)
+            })
         {
             return given
         }
@@ -235,8 +240,8 @@ package final class Gateway: Sendable {
 /// emulator).
 ///
 /// - `GET /healthz` (liveness): 200 `{"status":"ok"}` whenever the process answers.
-/// - `GET /readyz` (readiness): 200 `{"status":"ready"}`; a 503 problem naming the routed functions that have no live
-///   warm worker (warm mode), or all of them while the gateway drains. Nothing else of the gateway's state is told.
+/// - `GET /readyz` (readiness): 200 `{"status":"ready"}`; a 503 problem while a routed function has no live warm
+///   worker (warm mode) or the gateway drains. The public port does not say which functions: the log does.
 struct GatewayMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
     let gateway: Gateway
@@ -255,11 +260,14 @@ struct GatewayMiddleware: RouterMiddleware {
         }
         let unready = await gateway.unreadyFunctions()
         guard unready.isEmpty, !gateway.isDraining else {
+            if !unready.isEmpty {
+                gateway.logger.warning(
+                    "not ready: no live worker", metadata: ["functions": .string(unready.joined(separator: ","))])
+            }
             let problem = Problem(
                 type: "/problems/unavailable", title: "Service Unavailable", status: 503,
                 detail: gateway.isDraining
-                    ? "Not ready: the runner is shutting down."
-                    : "Not ready: no live worker for \(unready.joined(separator: ", ")).",
+                    ? "Not ready: the runner is shutting down." : "Not ready: a function has no live worker.",
                 headers: ["retry-after": "1", "cache-control": "no-store"])
             return GatewayResponse.problem(problem, requestID: requestID)
         }
