@@ -30,12 +30,15 @@ package final class Gateway: Sendable {
     private let pools: [String: WarmPool]
     private let activeRequests = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
+    /// Each client's share of the functions' slots (``ClientShare``).
+    private let clients: ClientShare
 
     init(
         table: FunctionTable, mode: Mode, cold: ColdInvoker, pools: [String: WarmPool], maxBodyBytes: Int?,
-        queueTimeout: Duration, debugHeaders: Bool, logger: Logger
+        queueTimeout: Duration, debugHeaders: Bool, limits: HTTPLimits = HTTPLimits(), logger: Logger
     ) {
         self.table = table
+        clients = ClientShare(limit: limits.maxRequestsPerClient, clientHeader: limits.clientAddressHeader)
         self.debugHeaders = debugHeaders
         self.mode = mode
         self.cold = cold
@@ -102,6 +105,18 @@ package final class Gateway: Sendable {
                 GatewayResponse.problem(.serviceUnavailable(retryAfterSeconds: 1), requestID: requestID), function.name
             )
         }
+        // One client's requests in flight are bounded before any is read or queued: past its share, a 429 at once.
+        let client = clients.client(headers: request.headers, peer: context.remoteAddress?.ipAddress)
+        guard clients.enter(client) else {
+            logger.info(
+                "request refused",
+                metadata: [
+                    "requestId": .string(requestID), "http.limit": "max_requests_per_client",
+                    "function": .string(function.name),
+                ])
+            return (GatewayResponse.problem(.tooManyRequestsFromClient(), requestID: requestID), function.name)
+        }
+        defer { clients.leave(client) }
         // Memory per request is bounded before anything else: a body over the function's own limit is refused
         // from its Content-Length before a byte of it is read, and a chunked one is read only up to the limit.
         let limit = bodyLimit(of: function)

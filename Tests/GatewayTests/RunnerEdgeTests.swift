@@ -238,6 +238,51 @@ struct RunnerEdgeTests {
         try fake.serveJWKS(keys: [])
     }
 
+    @Test("one client gets its share of requests in flight: one more is a 429 at once, another client is served")
+    func perClientRequestShare() throws {
+        let scripts = try ScriptFunctions.make([
+            "slow": .init(
+                body:
+                    "while true; do \(ScriptFunctions.next); sleep 1; reply '{\"statusCode\":200,\"body\":\"done\"}'; done",
+                concurrency: 4)
+        ])
+        let server = try RunnerServer(
+            arguments: [
+                "--mode", "warm", "--warm-workers", "4", "--max-requests-per-client", "2",
+                "--client-address-header", "x-forwarded-for",
+            ] + scripts.arguments,
+            environment: testEnvironment())
+        let runner = server.client
+        @Sendable func post(from client: String) -> RunnerClient.Answer? {
+            try? runner.request(
+                "POST", "/test/slow", headers: ["content-type": "application/json", "x-forwarded-for": client],
+                body: "{}")
+        }
+        // Two of one client's requests in flight (what it names itself first does not count: the proxy appended
+        // its address last), then a third.
+        let answers = Mutex<[String: [Int]]>([:])
+        let threads = (0..<2).map { index in
+            Thread {
+                let status = post(from: index == 0 ? "203.0.113.7" : "198.51.100.9, 203.0.113.7")?.status ?? -1
+                answers.withLock { $0["flooder", default: []].append(status) }
+            }
+        }
+        for thread in threads { thread.start() }
+        Thread.sleep(forTimeInterval: 0.4)
+        let started = Date()
+        let third = post(from: "203.0.113.7")
+        #expect(third?.status == 429 && Date().timeIntervalSince(started) < 0.5)
+        #expect(third?.headers["retry-after"] == "1")
+        #expect(third?.json?["type"] == .string("/problems/too-many-requests"))
+        // Another client is served meanwhile.
+        #expect(post(from: "198.51.100.9")?.status == 200)
+        while threads.contains(where: { !$0.isFinished }) { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(answers.withLock { $0["flooder"] ?? [] } == [200, 200])
+        #expect(server.logs(#""http.limit":"max_requests_per_client""#))
+        // Its requests answered, the client has its share again.
+        #expect(post(from: "203.0.113.7")?.status == 200)
+    }
+
     @Test("one client address gets its share of the connections, not all of them")
     func perClientShare() throws {
         let server = try RunnerServer(
