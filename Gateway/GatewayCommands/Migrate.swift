@@ -14,7 +14,7 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
             abstract: "Apply the SQL migrations to DATABASE_URL.",
             discussion: """
                 Environment: DATABASE_URL (a libpq URL; `make dev`'s is \
-                postgresql://postgres@127.0.0.1:25432/caregiver_push). On AWS the db-migrate function does the same \
+                `PG_PASSWORD_FILE=.data/postgres.password scripts/pg.sh url 25432`). On AWS the db-migrate function does the same \
                 at deploy time (docs/deploy.md).
                 """)
     }
