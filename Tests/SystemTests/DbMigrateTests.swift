@@ -340,7 +340,9 @@ struct DbMigrateTests {
         return holder
     }
 
-    @Test("a lock held elsewhere: db-migrate answers FAILED naming the lock wait, before the invocation's deadline")
+    @Test(
+        "a lock held elsewhere: db-migrate answers FAILED naming the lock wait, before the invocation's deadline",
+        .timeLimit(.minutes(2)))
     func heldLockAnswersBeforeDeadline() throws {
         let database = try EmptyDatabase()
         let holder = try Self.holdMigratorLock(database.url)
@@ -359,7 +361,9 @@ struct DbMigrateTests {
         #expect(try database.appliedVersions() == [])
     }
 
-    @Test("one-shot, a table lock held by a running transaction: FAILED after three bounded lock waits")
+    @Test(
+        "one-shot, a table lock held by a running transaction: FAILED after three bounded lock waits",
+        .timeLimit(.minutes(1)))
     func heldTableLockOneShot() throws {
         let database = try EmptyDatabase()
         let createFake = try PresignedURLFake()

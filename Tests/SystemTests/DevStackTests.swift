@@ -84,6 +84,25 @@ struct RunnerNewcomerTests {
         return (process.terminationStatus, text)
     }
 
+    @Test(
+        "runner migrate (the Knative Job's gateway migrate) names the kind of a connection failure, no part of the password"
+    )
+    func migrateKeepsPasswordOut() throws {
+        for url in [
+            "postgresql://postgres:hunter2@frag/ment-secret@127.0.0.1:1/caregiver_push",
+            "postgresql://postgres:hunter2/fragment-secret@127.0.0.1:1/caregiver_push",
+        ] {
+            var environment = ProcessInfo.processInfo.environment
+            environment["DATABASE_URL"] = url
+            let (status, output) = try Self.runner(["migrate"], environment: environment)
+            #expect(status != 0)
+            #expect(output.contains("cannot connect to DATABASE_URL"))
+            for fragment in ["hunter2", "frag", "ment-secret"] {
+                #expect(!output.contains(fragment), "\(fragment) in: \(output)")
+            }
+        }
+    }
+
     /// A listener on a free loopback port, held by a child process until the returned process is terminated.
     static func holdPort() throws -> (Process, Int) {
         let process = Process()
