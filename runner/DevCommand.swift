@@ -367,7 +367,7 @@ struct DevCommand: AsyncParsableCommand {
             \(curl) \(base)/_emulator/fcm/messages
 
             # One function without the HTTP server: an event on stdin through the built executable (like sam local invoke)
-            sed -e 's/${CAREGIVER_TOKEN}/\(demo.secretSignedCaregiverToken)/' -e 's/${DEVICE_TOKEN}/demo-invoke-phone/' -e 's/${INSTALLATION_ID}/demo-invoke/' Tests/Fixtures/push-register/valid.json | DATABASE_URL=\(databaseURL) SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV \(runnerPath) invoke push-register
+            sed -e 's/${CAREGIVER_TOKEN}/\(demo.secretSignedCaregiverToken)/' -e 's/${DEVICE_TOKEN}/demo-invoke-phone/' -e 's/${INSTALLATION_ID}/demo-invoke/' Tests/Fixtures/push-register/valid.json | DATABASE_URL="\(databaseURL.replacing("postgres@", with: "postgres:$(cat \(databasePasswordFile))@"))" SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV \(runnerPath) invoke push-register
 
             """
     }
