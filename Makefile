@@ -4,7 +4,10 @@
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
 DEV_HTTP_PORT ?= 3000
-DEV_DB_URL  := postgresql://postgres@127.0.0.1:$(DEV_PG_PORT)/caregiver_push
+# make dev's cluster asks for the postgres role's password over TCP (scripts/pg.sh, PG_PASSWORD_FILE): no other local
+# user may connect as its superuser. The file is made (0600) at the first start.
+DEV_PG_PASSWORD_FILE := .data/postgres.password
+DEV_DB_URL   = $(shell PG_PASSWORD_FILE=$(DEV_PG_PASSWORD_FILE) scripts/pg.sh url $(DEV_PG_PORT))
 DEV_POOLER_PORT ?= 26432
 
 ## make test: install what is missing, start a throwaway PostgreSQL, build, run every test.
@@ -93,10 +96,11 @@ build: deps
 	swift build
 
 db-start:
-	scripts/pg.sh start $(DEV_PG_DIR) $(DEV_PG_PORT)
+	mkdir -p .data
+	PG_PASSWORD_FILE=$(DEV_PG_PASSWORD_FILE) scripts/pg.sh start $(DEV_PG_DIR) $(DEV_PG_PORT)
 
 db-stop:
-	scripts/pgbouncer.sh stop .data/pgbouncer
+	PG_PASSWORD_FILE=$(DEV_PG_PASSWORD_FILE) scripts/pgbouncer.sh stop .data/pgbouncer
 	scripts/pg.sh stop $(DEV_PG_DIR)
 
 migrate:

@@ -107,7 +107,10 @@ struct DevCommand: AsyncParsableCommand {
                     (runner dev --port 3001).
                     """)
         }
-        let databaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
+        // The cluster asks for the postgres role's password over TCP (scripts/pg.sh, PG_PASSWORD_FILE): no other
+        // local user may connect as its superuser and run programs as the cluster's OS user.
+        let password = try devDatabasePassword()
+        let databaseURL = "postgresql://postgres:\(password)@127.0.0.1:\(databasePort)/caregiver_push"
         try await DevStepError.step(
             "starting PostgreSQL (scripts/pg.sh start .data/postgres \(databasePort))",
             remedy: """
@@ -115,11 +118,14 @@ struct DevCommand: AsyncParsableCommand {
                 broken cluster? `make db-stop`, then remove .data/postgres (and what it links to) and start again.
                 """
         ) { try await runScript("scripts/pg.sh", ["start", ".data/postgres", String(databasePort)]) }
+        // The banner shows where the password is, not the password.
+        let shownDatabaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
         let dataDirectory = Self.realPath(".data/postgres")
         // What the functions get: the database, or PgBouncer in front of it (a running one is kept as it is), as the
-        // runtime role (docs/deploy.md#roles); migrations, seed data and the console use the cluster's owner.
+        // runtime role (docs/deploy.md#roles), with the dev cluster's password; migrations, seed data and the console
+        // use the cluster's owner.
         let runtime = Migrator.runtimeRole
-        let poolerURL = pooler ? "postgresql://\(runtime)@127.0.0.1:\(poolerPort)/caregiver_push" : nil
+        let poolerURL = pooler ? "postgresql://\(runtime):\(password)@127.0.0.1:\(poolerPort)/caregiver_push" : nil
         if pooler {
             try await DevStepError.step(
                 "starting PgBouncer (scripts/pgbouncer.sh start .data/pgbouncer \(poolerPort))",
@@ -131,7 +137,8 @@ struct DevCommand: AsyncParsableCommand {
                     ["start", ".data/pgbouncer", String(poolerPort), String(databasePort), String(poolSize)])
             }
         }
-        let functionsURL = poolerURL ?? "postgresql://\(runtime)@127.0.0.1:\(databasePort)/caregiver_push"
+        let functionsURL =
+            poolerURL ?? "postgresql://\(runtime):\(password)@127.0.0.1:\(databasePort)/caregiver_push"
         let secret = try await DevStepError.step(
             "reading the dev JWT secret (.data/dev-jwt-secret)",
             remedy: "remove .data/dev-jwt-secret (a new one is made; tokens signed with the old one stop working)"
@@ -149,7 +156,10 @@ struct DevCommand: AsyncParsableCommand {
         }
         let demo = try await DevStepError.step(
             "migrating and seeding the demo household", remedy: "read the error above; `make db-stop` and start again"
-        ) { try seed(databaseURL: databaseURL, signingKey: signingKey, secret: secret, logger: logger) }
+        ) { try seed(
+                databaseURL: databaseURL, runtimePassword: password, signingKey: signingKey, secret: secret,
+                logger: logger)
+        }
         let runnerPath = Self.displayPath(of: binaryDirectory.appendingPathComponent("runner"))
         let console = DevConsole(
             journal: journal, databaseURL: databaseURL,
@@ -183,7 +193,8 @@ struct DevCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(
                 Data(
                     Self.banner(
-                        port: boundPort, databaseURL: databaseURL, poolerURL: poolerURL, poolSize: poolSize,
+                        port: boundPort, databaseURL: shownDatabaseURL, poolerURL: poolerURL.map(Self.withoutPassword),
+                        poolSize: poolSize,
                         demo: demo, runnerPath: runnerPath, dataDirectory: dataDirectory
                     ).utf8))
         }
@@ -219,11 +230,29 @@ struct DevCommand: AsyncParsableCommand {
     }
 
     private func runScript(_ path: String, _ arguments: [String]) async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["PG_PASSWORD_FILE"] = Self.databasePasswordFile
         let result = try await ChildProcess.run(
-            executable: URL(fileURLWithPath: path), arguments: arguments, input: Data(), forwardStandardError: true)
+            executable: URL(fileURLWithPath: path), arguments: arguments, environment: environment, input: Data(),
+            forwardStandardError: true)
         guard result.exitStatus == 0 else {
             throw ValidationError("\(path) \(arguments.joined(separator: " ")) exited with status \(result.exitStatus)")
         }
+    }
+
+    /// Where the dev cluster's `postgres` password is kept (0600): `scripts/pg.sh` and `pgbouncer.sh` read it.
+    static let databasePasswordFile = ".data/postgres.password"
+
+    /// The dev cluster's `postgres` password: 32 hex digits, made once (an earlier `make db-start` may have made it).
+    private func devDatabasePassword() throws -> String {
+        try FileManager.default.createDirectory(atPath: ".data", withIntermediateDirectories: true)
+        return try PrivateFile.readOrCreate(
+            atPath: Self.databasePasswordFile,
+            isUsable: { text in !text.isEmpty && text.allSatisfy { $0.isHexDigit || $0.isNewline } }
+        ) {
+            Hex.encode(try SecureRandom.bytes(16))
+        }
+        .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// A random HS256 secret kept in `.data/` (0600), so tokens stay valid across restarts.
@@ -246,18 +275,17 @@ struct DevCommand: AsyncParsableCommand {
     }
 
     /// The demo household, reset on every start so that the printed commands record (and push) anew.
-    private func seed(databaseURL: String, signingKey: DevSigningKey, secret: String, logger: Logger) throws -> Demo {
+    private func seed(
+        databaseURL: String, runtimePassword password: String, signingKey: DevSigningKey, secret: String,
+        logger: Logger
+    ) throws -> Demo {
         let connection = try PostgresConnection(url: databaseURL, applicationName: "caregiver-push-dev")
         defer { connection.close() }
         try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: logger)
-        // The operator's one step after the first migration (docs/deploy.md#roles); the dev cluster trusts loopback
-        // connections, so no password.
-        let canLogIn = try connection.query(
-            "SELECT rolcanlogin FROM pg_catalog.pg_roles WHERE rolname = \(Migrator.runtimeRole)"
-        ).single?.decode(Bool.self, at: 0)
-        if canLogIn == false {
-            try connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
-        }
+        // The operator's one step after the first migration (docs/deploy.md#roles): the runtime role logs in, here
+        // with the dev cluster's password (hex digits: nothing to quote).
+        try connection.query(
+            PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN PASSWORD '\(password)'"))
         let patient = Self.demoPatient
         let caregiver = Self.demoCaregiver
         var medications: [Slot: UUID] = [:]
@@ -307,6 +335,11 @@ struct DevCommand: AsyncParsableCommand {
             today: TokyoClock.dateString(of: Date()))
     }
 
+    /// `url` without its password (the banner says where the password is instead).
+    static func withoutPassword(_ url: String) -> String {
+        url.replacing(/postgres:[0-9a-f]+@/, with: "postgres@")
+    }
+
     static func banner(
         port: Int, databaseURL: String, poolerURL: String?, poolSize: Int, demo: Demo,
         runnerPath: String = ".build/debug/runner", dataDirectory: String = ".data/postgres"
@@ -326,7 +359,7 @@ struct DevCommand: AsyncParsableCommand {
         return """
 
             caregiver-push dev stack on \(base) — functions cold or warm behind the runner, FCM emulator included.
-            Database: \(databaseURL) (data in \(dataDirectory == ".data/postgres" ? dataDirectory : "\(dataDirectory), linked from .data/postgres: the postgres user cannot reach this checkout"))\(pooled)
+            Database: \(databaseURL), password in \(databasePasswordFile) (data in \(dataDirectory == ".data/postgres" ? dataDirectory : "\(dataDirectory), linked from .data/postgres: the postgres user cannot reach this checkout"))\(pooled)
             Console: \(base)\(DevConsole.path) (invocations, what the phone shows, deliveries, devices; live)
             Demo: patient 山田花子 \(demoPatient.uuidString.lowercased()), caregiver \(demoCaregiver.uuidString.lowercased())
                   with phone \(demoDevice) registered for DEV. Edits under Functions/, Shared/ or Client/ rebuild the functions.
@@ -350,7 +383,7 @@ struct DevCommand: AsyncParsableCommand {
             \(curl) \(base)/_emulator/fcm/messages
 
             # One function without the HTTP server: an event on stdin through the built executable (like sam local invoke)
-            sed -e 's/${CAREGIVER_TOKEN}/\(demo.secretSignedCaregiverToken)/' -e 's/${DEVICE_TOKEN}/demo-invoke-phone/' -e 's/${INSTALLATION_ID}/demo-invoke/' Tests/Fixtures/push-register/valid.json | DATABASE_URL=\(databaseURL) SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV \(runnerPath) invoke push-register
+            sed -e 's/${CAREGIVER_TOKEN}/\(demo.secretSignedCaregiverToken)/' -e 's/${DEVICE_TOKEN}/demo-invoke-phone/' -e 's/${INSTALLATION_ID}/demo-invoke/' Tests/Fixtures/push-register/valid.json | DATABASE_URL="\(databaseURL.replacing("postgres@", with: "postgres:$(cat \(databasePasswordFile))@"))" SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV \(runnerPath) invoke push-register
 
             """
     }

@@ -14,7 +14,7 @@ struct Invoke: AsyncParsableCommand {
             The function runs with the runner's environment, so set what it reads: DATABASE_URL, \
             SUPABASE_JWT_SECRET (or SUPABASE_JWKS), PUSH_ENVIRONMENT, and for pushes FCM_SERVICE_ACCOUNT_JSON \
             (docs/deploy.md lists the others). Against the `make dev` stack: \
-            DATABASE_URL=postgresql://postgres@127.0.0.1:25432/caregiver_push \
+            DATABASE_URL="$(PG_PASSWORD_FILE=.data/postgres.password scripts/pg.sh url 25432)" \
             SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" PUSH_ENVIRONMENT=DEV (the dev secret lives in \
             .data/dev-jwt-secret); `make dev` prints a complete line.
             """)

@@ -33,8 +33,8 @@ fi
 # The descriptors against the code: every variable deployable, the table's limits in SAM and Knative, each function's
 # secrets and IAM, the Dockerfile against Package.swift, and each function's environment size (under Lambda's 4 KB).
 "$python" Tests/Contract/check_descriptors.py
-"$python" -c 'import sys; from cfnlint.runner import main; sys.argv = ["cfn-lint", "infra/aws/template.yaml"]; sys.exit(main())'
-echo "cfn-lint: infra/aws/template.yaml OK"
+"$python" -c 'import sys; from cfnlint.runner import main; sys.argv = ["cfn-lint", "infra/aws/template.yaml", "infra/aws/edge-waf.yaml"]; sys.exit(main())'
+echo "cfn-lint: infra/aws/template.yaml, infra/aws/edge-waf.yaml OK"
 
 "$bin/runner" migrate --migrations infra/migrations
 # The functions connect as the runtime role, as deployed (docs/deploy.md#roles); the owner migrates and seeds.

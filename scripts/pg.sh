@@ -13,6 +13,12 @@
 #
 # With PG_SSL_DIR (holding server.crt and server.key, readable by the cluster's owner) the server speaks TLS with
 # that certificate and accepts TCP connections over TLS only (hostssl): the TLS database test's server.
+#
+# With PG_PASSWORD_FILE (make dev's cluster) a TCP connection must give the `postgres` role's password
+# (scram-sha-256), kept in that file (0600, made when missing); `url` then prints it in the URL. Without it the
+# cluster trusts every local connection as its superuser, which lets any local user run `COPY … PROGRAM` as the
+# cluster's OS user: fine for a test run's throwaway cluster, not for one that stays up. Either way only the
+# cluster's owner reaches its Unix socket (in the 0700 data directory), which pg.sh itself uses.
 set -euo pipefail
 
 DB_NAME=caregiver_push
@@ -46,6 +52,15 @@ start)
         as_owner "$bin/initdb" -D "$dir" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
     fi
     tls_options=""
+    password=""
+    if [ -n "${PG_PASSWORD_FILE:-}" ]; then
+        if [ ! -s "$PG_PASSWORD_FILE" ]; then
+            (umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$PG_PASSWORD_FILE")
+        fi
+        password=$(cat "$PG_PASSWORD_FILE")
+        printf '%s\n' 'local all all trust' 'host all all 127.0.0.1/32 scram-sha-256' \
+            'host all all ::1/128 scram-sha-256' >"$dir/pg_hba.conf"
+    fi
     if [ -n "${PG_SSL_DIR:-}" ]; then
         printf '%s\n' 'local all all trust' 'hostssl all all 127.0.0.1/32 trust' 'hostssl all all ::1/128 trust' \
             >"$dir/pg_hba.conf"
@@ -55,6 +70,15 @@ start)
         without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
             -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=${PG_MAX_CONNECTIONS:-200} -c fsync=off -c synchronous_commit=off -c full_page_writes=off $tls_options" \
             start >/dev/null
+    elif [ -n "$password" ]; then
+        # A cluster made before it had a password (trust): the new pg_hba.conf applies from now on.
+        as_owner "$bin/pg_ctl" -D "$dir" reload >/dev/null
+    fi
+    if [ -n "$password" ]; then
+        # Over the owner's Unix socket, on stdin: never on a command line another user could read.
+        echo "ALTER ROLE postgres PASSWORD '$password'" |
+            as_owner "$bin/psql" -h "$dir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qtA >/dev/null
+        export PGPASSWORD=$password
     fi
     psql_cmd=("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -qtA)
     if [ "$("${psql_cmd[@]}" -c "SELECT 1 FROM pg_database WHERE datname = '$DB_NAME'")" != "1" ]; then
@@ -76,7 +100,11 @@ where)
     if [ -e "$dir" ]; then (cd "$dir" && pwd -P); else echo "$dir"; fi
     ;;
 url)
-    echo "postgresql://postgres@127.0.0.1:${2:?port}/$DB_NAME"
+    if [ -n "${PG_PASSWORD_FILE:-}" ] && [ -s "$PG_PASSWORD_FILE" ]; then
+        echo "postgresql://postgres:$(cat "$PG_PASSWORD_FILE")@127.0.0.1:${2:?port}/$DB_NAME"
+    else
+        echo "postgresql://postgres@127.0.0.1:${2:?port}/$DB_NAME"
+    fi
     ;;
 *)
     echo "usage: pg.sh start DIR PORT | stop DIR | url PORT | where DIR" >&2

@@ -50,6 +50,13 @@ start)
     pool=${5:-10}
     max_clients=${6:-1000}
     wait_timeout=${PGBOUNCER_QUERY_WAIT_TIMEOUT:-30}
+    password=""
+    auth_type=trust
+    if [ -n "${PG_PASSWORD_FILE:-}" ] && [ -s "$PG_PASSWORD_FILE" ]; then
+        password=$(cat "$PG_PASSWORD_FILE")
+        auth_type=scram-sha-256
+        export PGPASSWORD=$password
+    fi
     [ -x "$BINARY" ] || { echo "pgbouncer.sh: $BINARY is missing: apt-get install pgbouncer (make test does)" >&2; exit 1; }
     dir=$(owner_reachable_dir "$dir")
     if running_pid "$dir" >/dev/null; then exit 0; fi
@@ -63,7 +70,7 @@ start)
 listen_addr = 127.0.0.1
 listen_port = $port
 unix_socket_dir =
-auth_type = trust
+auth_type = $auth_type
 auth_file = $dir/userlist.txt
 admin_users = postgres
 pool_mode = transaction
@@ -79,8 +86,11 @@ pidfile = $dir/pgbouncer.pid
 log_connections = 0
 log_disconnections = 0
 EOF
-    # The functions connect as the runtime role (docs/deploy.md#roles); tests, migrations and seeding as postgres.
-    printf '%s\n' '"postgres" ""' '"caregiver_push_runtime" ""' >"$dir/userlist.txt"
+    # With the cluster's password (PG_PASSWORD_FILE, make dev's) clients must give it too, and PgBouncer logs in to
+    # the server with it; otherwise both trust local connections (the test runs' throwaway clusters). The functions
+    # connect as the runtime role (docs/deploy.md#roles), which make dev gives the same password; tests, migrations
+    # and seeding as postgres.
+    (umask 077 && printf '"%s" "%s"\n' postgres "$password" caregiver_push_runtime "$password" >"$dir/userlist.txt")
     if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$dir"; fi
     # Each client is a descriptor: raise the soft limit to the hard one (a login shell's 1024 would cap the pooler
     # near max_client_conn 1000).
@@ -107,6 +117,7 @@ stop)
     # worker) inherits that mask and never sees SIGTERM. Then SIGTERM (PgBouncer 1.18: immediate shutdown), then
     # SIGKILL.
     port=$(awk -F' *= *' '$1 == "listen_port" {print $2}' "$dir/pgbouncer.ini")
+    if [ -n "${PG_PASSWORD_FILE:-}" ] && [ -s "$PG_PASSWORD_FILE" ]; then export PGPASSWORD; PGPASSWORD=$(cat "$PG_PASSWORD_FILE"); fi
     "$(psql_bin)" -h 127.0.0.1 -p "$port" -U postgres -d pgbouncer -qtA -c SHUTDOWN >/dev/null 2>&1 || true
     for signal in TERM KILL; do
         for _ in $(seq 1 80); do
@@ -117,7 +128,11 @@ stop)
     done
     ;;
 url)
-    echo "postgresql://postgres@127.0.0.1:${2:?port}/$DB_NAME"
+    if [ -n "${PG_PASSWORD_FILE:-}" ] && [ -s "$PG_PASSWORD_FILE" ]; then
+        echo "postgresql://postgres:$(cat "$PG_PASSWORD_FILE")@127.0.0.1:${2:?port}/$DB_NAME"
+    else
+        echo "postgresql://postgres@127.0.0.1:${2:?port}/$DB_NAME"
+    fi
     ;;
 *)
     echo "usage: pgbouncer.sh start DIR PORT UPSTREAM_PORT [POOL_SIZE] [MAX_CLIENT_CONN] | stop DIR | url PORT" >&2

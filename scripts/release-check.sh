@@ -150,7 +150,7 @@ s3_pid=$!
 for _ in $(seq 1 100); do [ -s "$workdir/s3.port" ] && break; sleep 0.1; done
 event=$(printf '{"RequestType":"Create","ResponseURL":"http://127.0.0.1:%s/response?Signature=x","StackId":"arn:aws:cloudformation:us-east-1:123456789012:stack/release-check/1","RequestId":"release-check","ResourceType":"Custom::DatabaseMigrations","LogicalResourceId":"DatabaseMigrations","ResourceProperties":{}}' "$(cat "$workdir/s3.port")")
 echo "$event" | env -i PATH=/usr/bin:/bin DATABASE_URL="$DATABASE_URL" LAMBDA_TASK_ROOT="$inside/db-migrate" \
-    "$workdir/in-root" "$inside/db-migrate/bootstrap" >"$workdir/db-migrate.out" 2>"$workdir/db-migrate.err" || true
+    CUSTOM_RESOURCE_RESPONSE_ORIGIN="http://127.0.0.1:$(cat "$workdir/s3.port")" "$workdir/in-root" "$inside/db-migrate/bootstrap" >"$workdir/db-migrate.out" 2>"$workdir/db-migrate.err" || true
 wait "$s3_pid" || true
 latest=$(ls infra/migrations/*.up.sql | sort | tail -n 1 | xargs basename | cut -c1-6)
 if ! python3 - "$workdir/s3.body" "$latest" <<'PY'; then

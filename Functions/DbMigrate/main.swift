@@ -5,8 +5,9 @@ import Migrations
 // A CloudFormation custom resource: reads CloudFormation's request (on stdin, or from the Runtime API on Lambda),
 // applies the migrations on Create and Update, and PUTs the outcome to the request's ResponseURL.
 CaregiverFunction.main(name: "db-migrate") { configuration, logger in
-    MigrationsCustomResource(
+    let environment = ProcessInfo.processInfo.environment
+    return MigrationsCustomResource(
         configuration: configuration, logger: logger,
-        migrationsDirectory: MigrationsCustomResource.migrationsDirectory(
-            environment: ProcessInfo.processInfo.environment))
+        migrationsDirectory: MigrationsCustomResource.migrationsDirectory(environment: environment),
+        extraResponseOrigin: environment["CUSTOM_RESOURCE_RESPONSE_ORIGIN"])
 }

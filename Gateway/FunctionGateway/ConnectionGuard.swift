@@ -254,15 +254,21 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     ) {
         log("request refused", limit: limit, context, status: status)
         let answering: Bool
+        // A refused head (or a head that never came) with earlier requests still being answered: their responses
+        // go out first, then this answer, then the close — cutting them off would lose an answer the client is
+        // owed (a dose stored, never confirmed, and retried).
+        var deferrable = afterPending
         switch phase {
         case _ where afterPending: answering = responsesPending == 0
         case .body: answering = !responseStarted && responsesPending <= 1
-        default: answering = responsesPending == 0
+        default:
+            answering = responsesPending == 0
+            deferrable = true
         }
         phase = .rejected
         deadline?.cancel()
         guard answering else {
-            if afterPending && responsesPending > 0 {
+            if deferrable && responsesPending > 0 {
                 deferredAnswer = (status, problem)
                 closeAfterResponse = true
             } else {

@@ -30,12 +30,15 @@ package final class Gateway: Sendable {
     private let pools: [String: WarmPool]
     private let activeRequests = Atomic<Int>(0)
     private let draining = Atomic<Bool>(false)
+    /// Each client's share of the functions' slots (``ClientShare``).
+    private let clients: ClientShare
 
     init(
         table: FunctionTable, mode: Mode, cold: ColdInvoker, pools: [String: WarmPool], maxBodyBytes: Int?,
-        queueTimeout: Duration, debugHeaders: Bool, logger: Logger
+        queueTimeout: Duration, debugHeaders: Bool, limits: HTTPLimits = HTTPLimits(), logger: Logger
     ) {
         self.table = table
+        clients = ClientShare(limit: limits.maxRequestsPerClient, clientHeader: limits.clientAddressHeader)
         self.debugHeaders = debugHeaders
         self.mode = mode
         self.cold = cold
@@ -102,6 +105,18 @@ package final class Gateway: Sendable {
                 GatewayResponse.problem(.serviceUnavailable(retryAfterSeconds: 1), requestID: requestID), function.name
             )
         }
+        // One client's requests in flight are bounded before any is read or queued: past its share, a 429 at once.
+        let client = clients.client(headers: request.headers, peer: context.remoteAddress?.ipAddress)
+        guard clients.enter(client) else {
+            logger.info(
+                "request refused",
+                metadata: [
+                    "requestId": .string(requestID), "http.limit": "max_requests_per_client",
+                    "function": .string(function.name),
+                ])
+            return (GatewayResponse.problem(.tooManyRequestsFromClient(), requestID: requestID), function.name)
+        }
+        defer { clients.leave(client) }
         // Memory per request is bounded before anything else: a body over the function's own limit is refused
         // from its Content-Length before a byte of it is read, and a chunked one is read only up to the limit.
         let limit = bodyLimit(of: function)
@@ -198,10 +213,15 @@ package final class Gateway: Sendable {
         }
     }
 
-    /// The caller's `x-request-id` when it is a short printable token, else a new UUID.
+    /// The caller's `x-request-id` when it is a short token of letters, digits, `-`, `_`, `.` and `:`, else a new
+    /// UUID. It becomes a warm worker's `Lambda-Runtime-Trace-Id` (`Root=1-<id>`): a `;` or `=` would let a caller
+    /// append fields of its own there (`;Parent=…;Sampled=1`).
     static func requestID(_ given: String?) -> String {
         if let given, !given.isEmpty, given.utf8.count <= 128,
-            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+            given.utf8.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "-_.:".utf8.contains(byte)
+            })
         {
             return given
         }
@@ -235,8 +255,8 @@ package final class Gateway: Sendable {
 /// emulator).
 ///
 /// - `GET /healthz` (liveness): 200 `{"status":"ok"}` whenever the process answers.
-/// - `GET /readyz` (readiness): 200 `{"status":"ready"}`; a 503 problem naming the routed functions that have no live
-///   warm worker (warm mode), or all of them while the gateway drains. Nothing else of the gateway's state is told.
+/// - `GET /readyz` (readiness): 200 `{"status":"ready"}`; a 503 problem while a routed function has no live warm
+///   worker (warm mode) or the gateway drains. The public port does not say which functions: the log does.
 struct GatewayMiddleware: RouterMiddleware {
     typealias Context = GatewayContext
     let gateway: Gateway
@@ -255,11 +275,14 @@ struct GatewayMiddleware: RouterMiddleware {
         }
         let unready = await gateway.unreadyFunctions()
         guard unready.isEmpty, !gateway.isDraining else {
+            if !unready.isEmpty {
+                gateway.logger.warning(
+                    "not ready: no live worker", metadata: ["functions": .string(unready.joined(separator: ","))])
+            }
             let problem = Problem(
                 type: "/problems/unavailable", title: "Service Unavailable", status: 503,
                 detail: gateway.isDraining
-                    ? "Not ready: the runner is shutting down."
-                    : "Not ready: no live worker for \(unready.joined(separator: ", ")).",
+                    ? "Not ready: the runner is shutting down." : "Not ready: a function has no live worker.",
                 headers: ["retry-after": "1", "cache-control": "no-store"])
             return GatewayResponse.problem(problem, requestID: requestID)
         }

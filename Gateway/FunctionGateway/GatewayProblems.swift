@@ -45,6 +45,14 @@ extension Problem {
             headers: ["retry-after": String(retryAfterSeconds)])
     }
 
+    /// One client has its share of requests in flight (``ClientShare``).
+    static func tooManyRequestsFromClient() -> Problem {
+        Problem(
+            type: "/problems/too-many-requests", title: "Too Many Requests", status: 429,
+            detail: "This client has too many requests in progress. Retry when one has been answered.",
+            headers: ["retry-after": "1"])
+    }
+
     static func functionBusy() -> Problem {
         Problem(
             type: "/problems/unavailable", title: "Service Unavailable", status: 503,

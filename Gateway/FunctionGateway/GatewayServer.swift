@@ -78,7 +78,7 @@ package struct GatewayServer: Sendable {
             table: table, mode: options.mode,
             cold: ColdInvoker(binDirectory: binDirectory, environment: environment, tracker: tracker),
             pools: pools, maxBodyBytes: options.maxBody, queueTimeout: options.queueTimeout,
-            debugHeaders: options.debugHeaders, logger: logger)
+            debugHeaders: options.debugHeaders, limits: options.limits, logger: logger)
         let scheduler = Scheduler(
             table: table, setting: options.schedules, gateway: gateway,
             region: environment.value["AWS_REGION"] ?? "us-east-1", logger: logger)

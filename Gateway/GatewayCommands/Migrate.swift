@@ -14,7 +14,7 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
             abstract: "Apply the SQL migrations to DATABASE_URL.",
             discussion: """
                 Environment: DATABASE_URL (a libpq URL; `make dev`'s is \
-                postgresql://postgres@127.0.0.1:25432/caregiver_push). On AWS the db-migrate function does the same \
+                `PG_PASSWORD_FILE=.data/postgres.password scripts/pg.sh url 25432`). On AWS the db-migrate function does the same \
                 at deploy time (docs/deploy.md).
                 """)
     }
@@ -23,6 +23,11 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
     var migrations: String = "infra/migrations"
 
     package init() {}
+
+    /// A lock wait of at most 5 s, a statement of at most 4 minutes (the migrate Job has 300 s in all).
+    static var bounds: TransactionSettings {
+        TransactionSettings(lockTimeoutMilliseconds: 5000, statementTimeoutMilliseconds: 240_000)
+    }
 
     package func run() {
         reportingErrors(root: Root.self) { try start() }
@@ -39,9 +44,13 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
         do {
             connection = try PostgresConnection(url: url, applicationName: "caregiver-push-migrate")
         } catch {
-            throw ValidationError("cannot connect to DATABASE_URL: \(error.serverMessage ?? "unknown error")")
+            // Never libpq's text: it repeats what it could not parse of the URL, password fragments included.
+            throw ValidationError("cannot connect to DATABASE_URL: \(error.connectionFailureReason)")
         }
         defer { connection.close() }
+        // Bounded as db-migrate is (docs/deploy.md, "Migrations on deploy"): DDL waiting for a lock queues every
+        // request behind it, so the wait is short and the Job's retry tries again; no statement runs unbounded.
+        connection.transactionSettings = Self.bounds
         let applied = try migrator.migrate(connection, logger: logger)
         logger.info("migrations up to date", metadata: ["migration.applied": .stringConvertible(applied.count)])
     }

@@ -98,6 +98,21 @@ package struct HTTPLimitOptions: ParsableArguments {
             """)
     var maxConnectionsPerClient: Int = HTTPLimits().maxConnectionsPerClient
 
+    @Option(
+        help: """
+            Most requests of one client in flight at once, across the functions (one more is answered 429). Behind a \
+            proxy that does not pass the client's address in --client-address-header, every request has the \
+            proxy's address: set it high there and limit clients at the proxy.
+            """)
+    var maxRequestsPerClient: Int = HTTPLimits().maxRequestsPerClient
+
+    @Option(
+        help: """
+            A header the proxy in front sets to the client's address (its last value is taken), e.g. \
+            x-envoy-external-address. Only when that proxy sets or overwrites it: a client could name itself otherwise.
+            """)
+    var clientAddressHeader: String?
+
     package init() {}
 
     package func limits() throws -> HTTPLimits {
@@ -106,6 +121,7 @@ package struct HTTPLimitOptions: ParsableArguments {
             ("--header-timeout-ms", headerTimeoutMs), ("--body-timeout-ms", bodyTimeoutMs),
             ("--idle-timeout-ms", idleTimeoutMs), ("--max-connections", maxConnections),
             ("--max-connections-per-client", maxConnectionsPerClient),
+            ("--max-requests-per-client", maxRequestsPerClient),
         ] where value <= 0 {
             throw ValidationError("\(name) must be positive")
         }
@@ -117,6 +133,13 @@ package struct HTTPLimitOptions: ParsableArguments {
         limits.idleTimeout = .milliseconds(idleTimeoutMs)
         limits.maxConnections = maxConnections
         limits.maxConnectionsPerClient = maxConnectionsPerClient
+        limits.maxRequestsPerClient = maxRequestsPerClient
+        if let clientAddressHeader {
+            guard !clientAddressHeader.isEmpty,
+                clientAddressHeader.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" })
+            else { throw ValidationError("--client-address-header must be a header name") }
+            limits.clientAddressHeader = clientAddressHeader.lowercased()
+        }
         return limits
     }
 }

@@ -17,8 +17,9 @@ struct RuntimeAPILoop<H: InvocationHandling> {
     var resources: H.Resources
     /// `host:port` from `AWS_LAMBDA_RUNTIME_API`.
     let api: String
-    /// Asked before each invocation: a new handler and resources when what they were made from has changed.
-    var renew: (() -> (H, H.Resources)?)? = nil
+    /// Asked after each invocation, with its deadline: a new handler and resources for the next one when what they
+    /// were made from has changed. Off the request path: the caller has its answer by then.
+    var renew: ((ContinuousClock.Instant?) -> (H, H.Resources)?)? = nil
 
     private var base: String { "http://\(api)/2018-06-01/runtime" }
 
@@ -40,12 +41,12 @@ struct RuntimeAPILoop<H: InvocationHandling> {
             switch nextInvocation(client) {
             case .success(let invocation):
                 failures = 0
-                if let (renewedHandler, renewedResources) = renew?() {
+                handle(invocation, coldStart: coldStart, client: client)
+                coldStart = false
+                if let (renewedHandler, renewedResources) = renew?(invocation.deadline) {
                     handler.release(resources)
                     (handler, resources) = (renewedHandler, renewedResources)
                 }
-                handle(invocation, coldStart: coldStart, client: client)
-                coldStart = false
             case .failure(let error):
                 failures += 1
                 handler.logger.error("runtime API unreachable", metadata: ["error": .string(error.description)])

@@ -71,6 +71,36 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
 
     public var description: String { "PostgresError(code: \(code))" }
 
+    /// Why a connection could not be opened, as a fixed text safe to log: libpq's own message repeats what it could
+    /// not parse of a URL (a password holding a raw `@` or `/` lands partly in the host name it reports), so it is
+    /// never logged as it is, only sorted into one of these kinds.
+    public var connectionFailureReason: String {
+        let message = (serverMessage ?? "").lowercased()
+        let kinds: [(String, String)] = [
+            ("connection refused", "connection refused"),
+            ("timeout expired", "connection timed out"),
+            ("could not translate host name", "host name not resolved"),
+            ("password authentication failed", "authentication failed"),
+            ("no password supplied", "authentication failed"),
+            ("authentication failed", "authentication failed"),
+            ("no pg_hba.conf entry", "refused by the server's pg_hba.conf"),
+            ("does not exist", "database or role does not exist"),
+            ("too many clients", "too many connections"),
+            ("the database system is", "server starting up or shutting down"),
+            ("certificate", "server certificate not verified"),
+            ("ssl", "TLS failed"),
+            ("invalid", "connection string not understood"),
+            ("unsupported startup parameter", "startup parameter refused"),
+        ]
+        switch code {
+        case .invalidConnectionString: return "connection string not understood"
+        case .startupParameterRefused: return "startup parameter refused"
+        case .serverNotVerified: return "server certificate not verified"
+        default: break
+        }
+        return kinds.first { message.contains($0.0) }?.1 ?? "connection failed"
+    }
+
     public var debugDescription: String {
         var text = "PostgresError(code: \(code)"
         if let sqlState { text += ", sqlState: \(sqlState.rawValue)" }

@@ -14,22 +14,44 @@ import Logging
 /// that never answers leaves the stack waiting for an hour. `Delete` succeeds without touching the database: removing
 /// the stack must never drop the data. The `Reason` of a failure names the kind of failure and the log stream, never
 /// the database URL or the server's message (those go to the log).
+///
+/// Bounded on both sides (docs/deploy.md, "Migrations on deploy"): the migrations run under a lock timeout and a
+/// statement timeout that fit in the invocation's deadline less ``answerReserve``, so a lock held elsewhere (a
+/// running `push-sweep`, the open session of an earlier run that was killed) fails the deploy with a reason in
+/// seconds instead of stalling every request queued behind the DDL's lock; and the answer goes only to
+/// CloudFormation's own pre-signed S3 hosts (``isCloudFormationResponseURL(_:)``).
 public struct MigrationsCustomResource: InvocationHandling {
     public let functionName = "db-migrate"
     public let configuration: Configuration
     public let logger: Logger
     /// Where the `NNNNNN_name.up.sql` files are.
     public let migrationsDirectory: URL
+    /// `CUSTOM_RESOURCE_RESPONSE_ORIGIN`: one more origin (`http://127.0.0.1:PORT`) an answer may go to — the local
+    /// stand-in for S3 of the tests and the release check; a deploy never sets it.
+    public let extraResponseOrigin: String?
 
     /// The physical id of the one resource this function manages (CloudFormation keeps it across updates).
     static let physicalResourceID = "caregiver-push-database-migrations"
     /// CloudFormation's limit for the whole response body.
     static let responseLimit = 4096
+    /// What is kept of the invocation's time for answering CloudFormation (at most three `PUT`s and their pauses).
+    static let answerReserve: Duration = .seconds(12)
+    /// The budget without a deadline (one-shot on stdin): the template's 300 s timeout less the reserve, rounded down.
+    static let budgetWithoutDeadline: Duration = .seconds(280)
+    /// The longest wait for one lock (the advisory lock of another migrator, a table lock of a running function).
+    /// Requests queue behind DDL that waits for its lock: this is how long they may be held up, per attempt.
+    static let lockTimeout: Duration = .seconds(5)
+    /// Attempts when a lock is not granted in time (the other side's transactions are short: a second try often
+    /// finds the lock free).
+    static let lockAttempts = 3
 
-    public init(configuration: Configuration, logger: Logger, migrationsDirectory: URL) {
+    public init(
+        configuration: Configuration, logger: Logger, migrationsDirectory: URL, extraResponseOrigin: String? = nil
+    ) {
         self.configuration = configuration
         self.logger = logger
         self.migrationsDirectory = migrationsDirectory
+        self.extraResponseOrigin = extraResponseOrigin.flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// `MIGRATIONS_DIR` when set; else `migrations/` in `LAMBDA_TASK_ROOT` (where Lambda unpacks the zip); else
@@ -88,7 +110,7 @@ public struct MigrationsCustomResource: InvocationHandling {
     public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput<AnyDocument> {
         let request: Request
         do {
-            request = try Self.parse(input.eventBytes)
+            request = try Self.parse(input.eventBytes, extraOrigin: extraResponseOrigin)
         } catch {
             // Nowhere to answer: the event is not CloudFormation's. Nothing was changed.
             logger.error("event is not a custom-resource request", metadata: ["error": .string(error.detail)])
@@ -98,8 +120,10 @@ public struct MigrationsCustomResource: InvocationHandling {
         log[metadataKey: "requestId"] = .string(request.requestID.map { String($0.prefix(128)) } ?? "")
         log[metadataKey: "customResource.requestType"] = .string(
             request.requestType.map { String($0.prefix(16)) } ?? "")
-        let (response, applied) = outcome(of: request, logger: log)
-        let responded = respond(response, to: request.responseURL, logger: log)
+        // Everything is measured against the host's deadline (the Runtime API's); one-shot has none.
+        let deadline = input.deadline ?? (ContinuousClock.now + Self.budgetWithoutDeadline + Self.answerReserve)
+        let (response, applied) = outcome(of: request, workUntil: deadline - Self.answerReserve, logger: log)
+        let responded = respond(response, to: request.responseURL, answerBy: deadline, logger: log)
         let summary = Summary(
             requestType: request.requestType.map { String($0.prefix(16)) } ?? "", status: response.status,
             applied: applied, responded: responded)
@@ -112,13 +136,16 @@ public struct MigrationsCustomResource: InvocationHandling {
     }
 
     /// The request's fields; only `ResponseURL` is needed to answer at all (the others are checked by ``outcome``).
-    /// - Throws: a 400 ``Problem`` when the event is not a JSON object with an `http(s)` `ResponseURL`.
-    static func parse(_ bytes: [UInt8]) throws(Problem) -> Request {
+    /// - Parameter extraOrigin: `CUSTOM_RESOURCE_RESPONSE_ORIGIN`, the one origin besides CloudFormation's allowed.
+    /// - Throws: a 400 ``Problem`` when the event is not a JSON object with a `ResponseURL` of CloudFormation's
+    ///   (nothing is run and nothing is sent: whoever may invoke the function cannot make it send to any address).
+    static func parse(_ bytes: [UInt8], extraOrigin: String?) throws(Problem) -> Request {
         let members = try Problem.eventMembers(bytes, expected: "a CloudFormation custom-resource request")
-        guard let url = members["ResponseURL"]?.stringValue,
-            url.hasPrefix("https://") || url.hasPrefix("http://"), url.utf8.count <= 8192
+        guard let url = members["ResponseURL"]?.stringValue, url.utf8.count <= 8192,
+            isCloudFormationResponseURL(url) || extraOrigin.map({ url.hasPrefix($0 + "/") }) == true
         else {
-            throw .badRequest("The event has no ResponseURL: it is not a CloudFormation custom-resource request.")
+            throw .badRequest(
+                "The event has no ResponseURL of CloudFormation's: it is not a CloudFormation custom-resource request.")
         }
         return Request(
             requestType: members["RequestType"]?.stringValue, responseURL: url,
@@ -127,8 +154,39 @@ public struct MigrationsCustomResource: InvocationHandling {
             physicalResourceID: members["PhysicalResourceId"]?.stringValue)
     }
 
+    /// Whether `url` is one CloudFormation hands out: `https://` to its regional response bucket on S3
+    /// (`cloudformation-custom-resource-response-<region without dashes>.s3.amazonaws.com`, or the regional forms
+    /// `….s3.<region>.amazonaws.com`, `….s3-<region>.amazonaws.com`, and `.amazonaws.com.cn` in China), no user
+    /// information, no port.
+    static func isCloudFormationResponseURL(_ url: String) -> Bool {
+        guard url.hasPrefix("https://") else { return false }
+        let authority = url.dropFirst("https://".count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let bucket = "cloudformation-custom-resource-response-"
+        guard authority.hasPrefix(bucket) else { return false }
+        let rest = authority.dropFirst(bucket.count)
+        let region = rest.prefix { $0 != "." }
+        guard !region.isEmpty, region.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber) }) else {
+            return false
+        }
+        var host = rest.dropFirst(region.count)
+        for suffix in [".amazonaws.com", ".amazonaws.com.cn"] where host.hasSuffix(suffix) {
+            host = host.dropLast(suffix.count)
+            // `.s3`, `.s3.<region>`, `.s3-<region>` (a region: lowercase letters, digits and dashes).
+            guard host.hasPrefix(".s3") else { return false }
+            let regional = host.dropFirst(".s3".count)
+            if regional.isEmpty { return true }
+            guard let first = regional.first, first == "." || first == "-" else { return false }
+            let name = regional.dropFirst()
+            return !name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }
+        }
+        return false
+    }
+
     /// Runs the request and builds its answer; returns the versions applied.
-    func outcome(of request: Request, logger: Logger) -> (Response, [String]) {
+    /// - Parameter workUntil: when the migrations must have finished or failed, so that the answer still fits.
+    func outcome(
+        of request: Request, workUntil: ContinuousClock.Instant, logger: Logger
+    ) -> (Response, [String]) {
         var response = Response(
             status: "FAILED", reason: "", physicalResourceID: request.physicalResourceID ?? Self.physicalResourceID,
             stackID: request.stackID ?? "", requestID: request.requestID ?? "",
@@ -175,16 +233,19 @@ public struct MigrationsCustomResource: InvocationHandling {
         }
         let connection: PostgresConnection
         do {
-            // A connection of its own, without the functions' statement_timeout: a migration may take longer.
+            // A connection of its own, with bounds of its own (below): a migration may take longer than a request.
             connection = try PostgresConnection(url: url, applicationName: "caregiver-push-db-migrate")
         } catch {
             response.reason = "Cannot connect to the database (DATABASE_URL); no migration was applied.\(seeLog)"
-            logger.error("database unreachable", metadata: ["error": .string(error.serverMessage ?? "\(error)")])
+            // libpq's text repeats what it could not parse of the URL (a password with a raw `@` or `/`): only its
+            // kind is logged.
+            logger.error(
+                "database unreachable", metadata: ["db.reason": .string(error.connectionFailureReason)])
             return (response, [])
         }
         defer { connection.close() }
         do {
-            let applied = try migrator.migrate(connection, logger: logger)
+            let applied = try migrate(migrator, on: connection, until: workUntil, logger: logger)
             response.status = "SUCCESS"
             response.reason =
                 applied.isEmpty ? "The database was up to date." : "Applied \(applied.joined(separator: ", "))."
@@ -196,7 +257,13 @@ public struct MigrationsCustomResource: InvocationHandling {
             return (response, applied)
         } catch let error as PostgresError {
             let state = error.sqlState.map { " (SQLSTATE \($0.rawValue))" } ?? ""
-            response.reason = "A migration failed\(state); the database is as it was before.\(seeLog)"
+            let kind =
+                switch error.sqlState {
+                case .lockNotAvailable?: " waiting for a lock held by another session"
+                case .queryCanceled?: " at its time limit"
+                default: ""
+                }
+            response.reason = "A migration failed\(kind)\(state); the database is as it was before.\(seeLog)"
             logger.error(
                 "migration failed", metadata: ["error": .string(error.debugDescription)])
             return (response, [])
@@ -204,6 +271,38 @@ public struct MigrationsCustomResource: InvocationHandling {
             response.reason = "A migration failed; the database is as it was before.\(seeLog)"
             logger.error("migration failed", metadata: ["error": .string("\(error)")])
             return (response, [])
+        }
+    }
+
+    /// Runs the migrations under bounds that end before `until`: a lock timeout of ``lockTimeout`` and a statement
+    /// timeout (and an idle-in-transaction timeout) of what is left; a lock not granted in time is tried again, up
+    /// to ``lockAttempts`` times while the time left allows a whole lock wait.
+    func migrate(
+        _ migrator: Migrator, on connection: PostgresConnection, until: ContinuousClock.Instant, logger: Logger
+    ) throws -> [String] {
+        var attempt = 1
+        while true {
+            let left = until - .now
+            guard left > .milliseconds(100) else {
+                throw PostgresError(
+                    .server, sqlState: .queryCanceled, serverMessage: "no time left before the deadline")
+            }
+            let lock = min(Self.lockTimeout, left)
+            connection.transactionSettings = TransactionSettings(
+                lockTimeoutMilliseconds: max(lock.milliseconds, 1),
+                statementTimeoutMilliseconds: max(left.milliseconds, 1))
+            do {
+                return try migrator.migrate(connection, logger: logger)
+            } catch let error as PostgresError
+                where error.sqlState == .lockNotAvailable && attempt < Self.lockAttempts
+                && until - .now > Self.lockTimeout + .seconds(attempt)
+            {
+                logger.warning(
+                    "migration waited too long for a lock; trying again",
+                    metadata: ["db.sqlstate": "55P03", "db.attempt": .stringConvertible(attempt)])
+                ThreadSleep.sleep(for: .seconds(attempt))
+                attempt += 1
+            }
         }
     }
 
@@ -215,9 +314,11 @@ public struct MigrationsCustomResource: InvocationHandling {
         return " See CloudWatch log stream \(stream)."
     }
 
-    /// PUTs `response` to the pre-signed URL (empty `Content-Type`, as its signature expects); three tries. Returns
-    /// whether S3 took it.
-    func respond(_ response: Response, to url: String, logger: Logger) -> Bool {
+    /// PUTs `response` to the pre-signed URL (empty `Content-Type`, as its signature expects); three tries, none
+    /// past `answerBy` less a second. Returns whether S3 took it.
+    func respond(
+        _ response: Response, to url: String, answerBy: ContinuousClock.Instant, logger: Logger
+    ) -> Bool {
         var response = response
         let encoder = JSONCoding.encoder()
         guard var body = try? encoder.encode(response) else { return false }
@@ -229,7 +330,12 @@ public struct MigrationsCustomResource: InvocationHandling {
         }
         let request = CurlRequest(method: "PUT", url: url, headers: [("Content-Type", "")], body: Array(body))
         for attempt in 1...3 {
-            switch CurlClient.perform(request, timeoutMilliseconds: 10_000) {
+            let left = (answerBy - .now - .seconds(1)).milliseconds
+            guard left >= 100 else {
+                logger.error("custom-resource response not delivered before the deadline")
+                return false
+            }
+            switch CurlClient.perform(request, timeoutMilliseconds: min(10_000, left)) {
             case .success(let answer) where (200..<300).contains(answer.status):
                 logger.info(
                     "custom-resource response delivered", metadata: ["customResource.status": .string(response.status)])
@@ -247,7 +353,7 @@ public struct MigrationsCustomResource: InvocationHandling {
                     "custom-resource response not delivered",
                     metadata: ["error": .string(error.description), "attempt": .stringConvertible(attempt)])
             }
-            if attempt < 3 { ThreadSleep.sleep(for: .seconds(attempt)) }
+            if attempt < 3, answerBy - .now > .seconds(attempt + 2) { ThreadSleep.sleep(for: .seconds(attempt)) }
         }
         return false
     }

@@ -55,6 +55,7 @@ FIXED = {
     "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT": "the extension's own setting; its default 2773 is the code's",
     "MIGRATIONS_DIR": "the image sets it; on Lambda db-migrate finds migrations/ in its zip",
     "FCM_API_BASE_URL": "tests and the emulator only; production is always https://fcm.googleapis.com",
+    "CUSTOM_RESOURCE_RESPONSE_ORIGIN": "tests and the release check only: db-migrate answers CloudFormation's S3 hosts",
     "FCM_SERVICE_ACCOUNT_FILE": "the runner's and local development's; deployments pass the key as a secret",
     "SSL_CERT_FILE": "the image sets it to its bundle; on Lambda the system store of provided.al2023",
     "SSL_CERT_DIR": "as SSL_CERT_FILE",
@@ -340,6 +341,9 @@ def main():
         check((staged_bin / "gateway").is_file(), f"the staged image context has no gateway in {staged_bin}")
     check("--max-body 16384" in dockerfile, "the entrypoint does not bound request bodies to the functions' 16 KiB")
 
+    check_operator_inputs(parameters)
+    check_edge(sam, parameters)
+
     for line in env_size_report():
         print(line)
     for message in failures:
@@ -349,6 +353,91 @@ def main():
 
 
 SECRET_ARNS_SUPPLIED = {supplied for supplied, _ in SECRET_ARNS.values()}
+
+
+def pattern_accepts(parameter, value):
+    pattern = parameter.get("AllowedPattern")
+    return pattern is not None and re.fullmatch(pattern, value) is not None
+
+
+def check_operator_inputs(parameters):
+    """Operator inputs that would widen trust: wildcard secret ARNs, a layer from anyone, an issuer left empty."""
+    good = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:caregiver-push/database-AbCdEf"
+    wildcards = ["arn:aws:secretsmanager:eu-west-1:123456789012:secret:*",
+                 "arn:aws:secretsmanager:eu-west-1:123456789012:secret:caregiver-push/*",
+                 "arn:aws:secretsmanager:eu-west-1:123456789012:secret:caregiver-push/database-AbCd?f",
+                 "arn:aws:secretsmanager:*:*:secret:caregiver-push/database-AbCdEf",
+                 "arn:aws:secretsmanager:eu-west-1:123456789012:secret:caregiver-push/database"]
+    for _, name in SECRET_ARNS.values():
+        parameter = parameters.get(name, {})
+        check(pattern_accepts(parameter, good), f"{name} refuses a secret's ARN: {parameter.get('AllowedPattern')}")
+        for value in wildcards:
+            check(not pattern_accepts(parameter, value), f"{name} accepts {value}, which IAM reads as a wildcard")
+        optional = "Default" in parameter
+        check(pattern_accepts(parameter, "") == optional,
+              f"{name}: the empty value is {'refused' if optional else 'accepted'} ({'optional' if optional else 'required'})")
+    layer = parameters.get("SecretsExtensionLayerArn", {})
+    check(pattern_accepts(layer, "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension:11"),
+          "SecretsExtensionLayerArn refuses AWS's own layer in eu-west-1")
+    for value in ["arn:aws:lambda:eu-west-1:123456789012:layer:AWS-Parameters-and-Secrets-Lambda-Extension:11",
+                  "arn:aws:lambda:eu-west-1:015030872274:layer:something-else:1",
+                  "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:11"]:
+        check(not pattern_accepts(layer, value), f"SecretsExtensionLayerArn accepts {value}: not AWS's x86_64 layer")
+    issuer = parameters.get("SupabaseJwtIssuer", {})
+    check("Default" not in issuer and not pattern_accepts(issuer, ""),
+          "SupabaseJwtIssuer may be empty, which accepts a token of any issuer")
+    check(pattern_accepts(issuer, "https://abcdefghijklmnop.supabase.co/auth/v1"),
+          "SupabaseJwtIssuer refuses a Supabase project's issuer")
+
+
+def check_edge(sam, parameters):
+    """Per-client limits in front of the HTTP API (which cannot have WAF): on by default, a rate-based rule per IP."""
+    resources = sam["Resources"]
+    switch = parameters.get("EdgeRateLimiting", {})
+    check(switch.get("Default") == "on" and set(switch.get("AllowedValues", [])) == {"on", "off"},
+          "EdgeRateLimiting is not an on/off parameter that defaults to on")
+    distribution = resources.get("EdgeDistribution", {})
+    config = distribution.get("Properties", {}).get("DistributionConfig", {})
+    check(distribution.get("Type") == "AWS::CloudFront::Distribution" and distribution.get("Condition") == "EdgeOn",
+          "no CloudFront distribution under the EdgeOn condition")
+    acl_choice = json.dumps(config.get("WebACLId"), default=str)
+    check("EdgeWebAcl" in acl_choice and "EdgeWebAclArn" in acl_choice,
+          f"the distribution's WebACLId is not the stack's web ACL or EdgeWebAclArn: {acl_choice}")
+    origins = json.dumps(config.get("Origins"), default=str)
+    check("${HttpApi}.execute-api" in origins, "the distribution's origin is not the HTTP API")
+    check(config.get("DefaultCacheBehavior", {}).get("ViewerProtocolPolicy") == "https-only",
+          "the distribution accepts plain HTTP")
+    check("POST" in config.get("DefaultCacheBehavior", {}).get("AllowedMethods", []),
+          "the distribution does not pass POST on")
+    check("EdgeHasWebAcl" in sam.get("Rules", {}), "no rule demands EdgeWebAclArn outside us-east-1")
+    check("AppBaseUrl" in sam.get("Outputs", {}), "no AppBaseUrl output for the app")
+
+    def acl_properties(template, where):
+        acl = template["Resources"].get("EdgeWebAcl", {})
+        check(acl.get("Type") == "AWS::WAFv2::WebACL", f"{where}: no EdgeWebAcl web ACL")
+        properties = acl.get("Properties", {})
+        check(properties.get("Scope") == "CLOUDFRONT", f"{where}: the web ACL's scope is not CLOUDFRONT")
+        rules = properties.get("Rules", [])
+        limits = [r for r in rules if "RateBasedStatement" in r.get("Statement", {})]
+        check(len(limits) == 1, f"{where}: not one rate-based rule")
+        for rule in limits:
+            statement = rule["Statement"]["RateBasedStatement"]
+            check(statement.get("AggregateKeyType") == "IP", f"{where}: the rate is not counted per client IP")
+            check(ref(statement.get("Limit")) == "EdgeRateLimitPerIp", f"{where}: the limit is not EdgeRateLimitPerIp")
+            check(statement.get("EvaluationWindowSec") == 60, f"{where}: the window is not 60 s")
+            block = rule.get("Action", {}).get("Block", {}).get("CustomResponse", {})
+            check(block.get("ResponseCode") == 429, f"{where}: the rule does not answer 429")
+        return properties
+
+    ours = acl_properties(sam, "template.yaml")
+    check(resources.get("EdgeWebAcl", {}).get("Condition") == "MakeEdgeWebAcl",
+          "template.yaml's web ACL is not made only in us-east-1 without EdgeWebAclArn")
+    edge = yaml.load(open("infra/aws/edge-waf.yaml"), Loader=_Tags)
+    theirs = acl_properties(edge, "edge-waf.yaml")
+    check(ours == theirs, "edge-waf.yaml's web ACL differs from the one template.yaml makes")
+    check(edge["Parameters"].get("EdgeRateLimitPerIp", {}).get("Default")
+          == parameters.get("EdgeRateLimitPerIp", {}).get("Default"),
+          "edge-waf.yaml's EdgeRateLimitPerIp default differs from template.yaml's")
 
 
 def sample_values():

@@ -1,5 +1,6 @@
 import Codecs
 import CaregiverPush
+import Libpq
 import Foundation
 import Synchronization
 import Testing
@@ -44,6 +45,43 @@ struct DeviceCapTests {
         let after = try Self.devices(of: caregiver)
         #expect(after.filter(\.enabled).count == 10)
         #expect(Set(after.filter { !$0.enabled }.map(\.token)) == [tokens[1], tokens[2]])
+    }
+
+    @Test("40 distinct tokens of one caregiver leave the cap enabled and only the 20 most recently disabled rows")
+    func disabledRowsAreCapped() throws {
+        let caregiver = UUID()
+        let bearer = try caregiverToken(caregiver)
+        let tokens = (0..<40).map { _ in makeDeviceToken() }
+        for token in tokens { #expect(Self.register(bearer, token: token).status == 200) }
+        let devices = try Self.devices(of: caregiver)
+        #expect(devices.filter(\.enabled).count == 10)
+        #expect(devices.filter { !$0.enabled }.count == PushDeviceRegistry.disabledRowsKept)
+        #expect(devices.count == 30)
+        // The ones kept are the most recently disabled: the 11th to 30th registered.
+        #expect(Set(devices.filter { !$0.enabled }.map(\.token)) == Set(tokens[10..<30]))
+    }
+
+    @Test("a device token over 512 characters is a 422 naming the field, and nothing is stored")
+    func tokenLength() throws {
+        let caregiver = UUID()
+        let bearer = try caregiverToken(caregiver)
+        let long = String(repeating: "a", count: 513)
+        let refused = Self.register(bearer, token: long)
+        #expect(refused.status == 422)
+        #expect(fieldErrors(refused)["token"]?.contains("512") == true)
+        #expect(try Self.devices(of: caregiver).isEmpty)
+        #expect(Self.register(bearer, token: String(repeating: "a", count: 512)).status == 200)
+        // The table holds the same bound for whoever writes to it.
+        let error = #expect(throws: PostgresError.self) {
+            try TestDatabase.with { connection in
+                try connection.query(
+                    """
+                    INSERT INTO push_devices (owner_type, owner_id, token, token_sha256, platform, environment)
+                    VALUES ('CAREGIVER', \(caregiver), \(long), sha256(convert_to(\(long), 'UTF8')), 'ios', 'DEV')
+                    """)
+            }
+        }
+        #expect(error?.sqlState == .checkViolation)
     }
 
     @Test("20 concurrent registrations of one caregiver leave exactly the cap enabled")

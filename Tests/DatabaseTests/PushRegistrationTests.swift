@@ -170,15 +170,15 @@ struct PushRegistrationTests {
         #expect(devices.first?.isEnabled == true)
     }
 
-    @Test("a token of 4096 characters registers; 4097 is a validation error")
+    @Test("a token of 512 characters registers; 513 is a validation error")
     func longestToken() throws {
         let caregiver = UUID()
-        let longest = String(repeating: "a", count: 4096 - 36) + UUID().uuidString
+        let longest = String(repeating: "a", count: 512 - 36) + UUID().uuidString
         #expect(try register(as: caregiver, token: longest).status == 200)
         #expect(try TestDatabase.with { try Seed.devices($0, token: longest) }.count == 1)
         let tooLong = try register(as: caregiver, token: longest + "b")
         #expect(tooLong.status == 422)
-        #expect(fieldErrors(tooLong) == ["token": "token must be 1 to 4096 characters of A-Z a-z 0-9 _ : . -"])
+        #expect(fieldErrors(tooLong) == ["token": "token must be 1 to 512 characters of A-Z a-z 0-9 _ : . -"])
     }
 
     @Test(
@@ -200,7 +200,7 @@ struct PushRegistrationTests {
             ),
             (
                 ["token": "has space", "platform": "ios", "environment": "DEV"],
-                ["token": "token must be 1 to 4096 characters of A-Z a-z 0-9 _ : . -"]
+                ["token": "token must be 1 to 512 characters of A-Z a-z 0-9 _ : . -"]
             ),
         ] as [([String: String], [String: String])]
     )

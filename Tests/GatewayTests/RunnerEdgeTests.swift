@@ -1,5 +1,6 @@
 import Codecs
 import CaregiverPush
+import Curl
 import Foundation
 import Synchronization
 import Testing
@@ -129,6 +130,159 @@ struct RunnerEdgeTests {
         #expect(answer.closed)
     }
 
+    @Test("a head over the limit pipelined behind a request still being answered: that answer first, then the 431")
+    func oversizedHeadBehindPendingAnswer() throws {
+        let scripts = try ScriptFunctions.make([
+            "slow": .init(
+                body:
+                    "while true; do \(ScriptFunctions.next); sleep 1; reply '{\"statusCode\":200,\"body\":\"stored\"}'; done",
+                concurrency: 1)
+        ])
+        let server = try RunnerServer(
+            arguments: ["--mode", "warm", "--warm-workers", "1", "--max-header-bytes", "4096"] + scripts.arguments,
+            environment: testEnvironment())
+        let connection = try RawConnection(port: server.port)
+        connection.send(
+            "POST /test/slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        // Its own read, while the first is still being answered: the guard's byte count sees it, not the decoder.
+        Thread.sleep(forTimeInterval: 0.3)
+        connection.send("GET /api/second HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 6000))\r\n\r\n")
+        let answer = connection.receive(for: 15)
+        #expect(answer.text.hasPrefix("HTTP/1.1 200 "), "\(answer.text.prefix(200))")
+        #expect(answer.text.contains("stored"))
+        #expect(answer.text.contains("HTTP/1.1 431 "))
+        #expect(answer.closed)
+    }
+
+    @Test("an x-request-id that could add fields to the worker's trace id is replaced; a plain one is kept")
+    func traceIDFromRequestID() throws {
+        let scripts = try ScriptFunctions.make([
+            "tracer": .init(
+                body: #"""
+                    while true; do \#(ScriptFunctions.next)
+                    trace=$(grep -i '^lambda-runtime-trace-id:' "$TMPDIR_SCRIPT/headers" | cut -d' ' -f2- | tr -d '\r"')
+                    reply "{\"statusCode\":200,\"body\":\"$trace\"}"; done
+                    """#)
+        ])
+        let server = try RunnerServer(
+            arguments: ["--mode", "warm", "--warm-workers", "1"] + scripts.arguments, environment: testEnvironment())
+        let json = ["content-type": "application/json"]
+        let plain = try server.request(
+            "POST", "/test/tracer", headers: json.merging(["x-request-id": "req-42.a:b_c"]) { $1 }, body: "{}")
+        #expect(String(decoding: plain.body, as: UTF8.self) == "Root=1-req-42.a:b_c")
+        #expect(plain.headers["x-request-id"] == "req-42.a:b_c")
+        for hostile in ["abc;Parent=53995c3f42cd8ad8;Sampled=1", "abc Sampled=1", "a,b"] {
+            let answer = try server.request(
+                "POST", "/test/tracer", headers: json.merging(["x-request-id": hostile]) { $1 }, body: "{}")
+            let trace = String(decoding: answer.body, as: UTF8.self)
+            #expect(answer.status == 200 && trace.hasPrefix("Root=1-"), "\(trace)")
+            #expect(!trace.contains(";") && !trace.contains("Sampled") && !trace.contains(","), "\(trace)")
+            #expect(answer.headers["x-request-id"] != hostile)
+        }
+    }
+
+    @Test(
+        "the emulator's routes answer the developer only: a rebinding Host, another page's Origin or a non-JSON POST is refused"
+    )
+    func emulatorDoors() throws {
+        _ = TestDatabase.migrated
+        let server = try RunnerServer(arguments: ["--mode", "cold", "--fcm-emulator"], environment: testEnvironment())
+        let json = ["content-type": "application/json"]
+        let own = "127.0.0.1:\(server.port)"
+        #expect(try server.request("GET", "/_emulator/fcm/messages").status == 200)
+        #expect(try server.request("POST", "/_emulator/fcm/reset", headers: json, body: "{}").status == 200)
+        #expect(
+            try server.request(
+                "POST", "/_emulator/fcm/config", headers: json.merging(["origin": "http://\(own)"]) { $1 },
+                body: #"{"delayMs":0}"#
+            ).status == 200)
+        for path in ["/_emulator/fcm/messages", "/_emulator/fcm/requests", "/_emulator/fcm/stats"] {
+            for host in ["evil.example:\(server.port)", "127.0.0.1.evil.example"] {
+                #expect(try server.request("GET", path, headers: ["host": host]).status == 403, "\(path) \(host)")
+            }
+            #expect(
+                try server.request("GET", path, headers: ["sec-fetch-site": "cross-site"]).status == 403, "\(path)")
+        }
+        for path in ["/_emulator/fcm/reset", "/_emulator/fcm/config"] {
+            // A form or a no-cors fetch of another site: no preflight, so only the server can refuse it.
+            #expect(
+                try server.request("POST", path, headers: ["content-type": "text/plain"], body: #"{"failAll":true}"#)
+                    .status == 415, "\(path)")
+            #expect(try server.request("POST", path, body: "").status == 415, "\(path)")
+            for origin in ["http://evil.example", "null", "http://127.0.0.1:1"] {
+                #expect(
+                    try server.request(
+                        "POST", path, headers: json.merging(["origin": origin]) { $1 }, body: "{}"
+                    ).status == 403, "\(path) \(origin)")
+            }
+        }
+    }
+
+    @Test("the standalone emulator's JWKS control routes refuse another page's POST")
+    func standaloneJWKSDoors() throws {
+        let fake = try FCMFake()
+        for (headers, status) in [
+            ([("Content-Type", "text/plain")], 415),
+            ([("Content-Type", "application/json"), ("Origin", "http://evil.example")], 403),
+        ] {
+            let request = CurlRequest(
+                method: "POST", url: fake.baseURL + "/_emulator/jwks", headers: headers,
+                body: Array(#"{"keys":[]}"#.utf8))
+            guard case .success(let answer) = CurlClient.perform(request, timeoutMilliseconds: 5000) else {
+                Issue.record("no answer")
+                continue
+            }
+            #expect(answer.status == status)
+        }
+        #expect(try fake.jwksFetches == 0)
+        try fake.serveJWKS(keys: [])
+    }
+
+    @Test("one client gets its share of requests in flight: one more is a 429 at once, another client is served")
+    func perClientRequestShare() throws {
+        let scripts = try ScriptFunctions.make([
+            "slow": .init(
+                body:
+                    "while true; do \(ScriptFunctions.next); sleep 1; reply '{\"statusCode\":200,\"body\":\"done\"}'; done",
+                concurrency: 4)
+        ])
+        let server = try RunnerServer(
+            arguments: [
+                "--mode", "warm", "--warm-workers", "4", "--max-requests-per-client", "2",
+                "--client-address-header", "x-forwarded-for",
+            ] + scripts.arguments,
+            environment: testEnvironment())
+        let runner = server.client
+        @Sendable func post(from client: String) -> RunnerClient.Answer? {
+            try? runner.request(
+                "POST", "/test/slow", headers: ["content-type": "application/json", "x-forwarded-for": client],
+                body: "{}")
+        }
+        // Two of one client's requests in flight (what it names itself first does not count: the proxy appended
+        // its address last), then a third.
+        let answers = Mutex<[String: [Int]]>([:])
+        let threads = (0..<2).map { index in
+            Thread {
+                let status = post(from: index == 0 ? "203.0.113.7" : "198.51.100.9, 203.0.113.7")?.status ?? -1
+                answers.withLock { $0["flooder", default: []].append(status) }
+            }
+        }
+        for thread in threads { thread.start() }
+        Thread.sleep(forTimeInterval: 0.4)
+        let started = Date()
+        let third = post(from: "203.0.113.7")
+        #expect(third?.status == 429 && Date().timeIntervalSince(started) < 0.5)
+        #expect(third?.headers["retry-after"] == "1")
+        #expect(third?.json?["type"] == .string("/problems/too-many-requests"))
+        // Another client is served meanwhile.
+        #expect(post(from: "198.51.100.9")?.status == 200)
+        while threads.contains(where: { !$0.isFinished }) { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(answers.withLock { $0["flooder"] ?? [] } == [200, 200])
+        #expect(server.logs(#""http.limit":"max_requests_per_client""#))
+        // Its requests answered, the client has its share again.
+        #expect(post(from: "203.0.113.7")?.status == 200)
+    }
+
     @Test("one client address gets its share of the connections, not all of them")
     func perClientShare() throws {
         let server = try RunnerServer(
@@ -173,7 +327,10 @@ struct RunnerEdgeTests {
         #expect(server.logs("warm worker could not start; retrying"))
         let unready = try server.request("GET", "/readyz")
         #expect(unready.status == 503 && unready.headers["retry-after"] != nil)
-        #expect(unready.json?["detail"] == .string("Not ready: no live worker for phoenix."))
+        // The public port does not name the function; the log does.
+        #expect(unready.json?["detail"] == .string("Not ready: a function has no live worker."))
+        #expect(!String(decoding: unready.body, as: UTF8.self).contains("phoenix"))
+        #expect(server.logs(#""functions":"phoenix""#))
         let refused = try server.request("POST", "/test/phoenix", headers: json, body: "{}")
         #expect(refused.status == 503 && refused.headers["retry-after"].flatMap(Int.init) ?? 0 >= 1)
         #expect(try server.request("GET", "/healthz").status == 200)

@@ -174,7 +174,8 @@ struct DataAPIExposureTests {
             "SELECT * FROM public.\(foreign)",
             "DELETE FROM caregiver_push.dose_records",
             "UPDATE caregiver_push.patients SET display_name = display_name",
-            "DELETE FROM caregiver_push.push_devices",
+            "DELETE FROM caregiver_push.patients",
+            "INSERT INTO caregiver_push.medications (patient_id, name, start_date) SELECT id, 'x', now() FROM caregiver_push.patients",
             "CREATE FUNCTION caregiver_push.intruder() RETURNS int LANGUAGE sql AS 'SELECT 1'",
             "ALTER ROLE \(Migrator.runtimeRole) BYPASSRLS",
         ]

@@ -6,6 +6,10 @@ import Logging
 import Testing
 import TestSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `db-migrate`, the CloudFormation custom resource, as CloudFormation drives it: the built executable gets the
 /// request, migrates a real PostgreSQL database, and PUTs its answer to a local server standing for the pre-signed
 /// S3 `ResponseURL` (``PresignedURLFake``), which refuses what S3 would refuse.
@@ -69,11 +73,24 @@ struct DbMigrateTests {
         return (try? JSONEncoder().encode(JSONValue.object(members))) ?? Data()
     }
 
+    /// Runs the built db-migrate on one event. Its answer may go to the local stand-in named by the event's
+    /// `ResponseURL` (`CUSTOM_RESOURCE_RESPONSE_ORIGIN`), unless `environment` says otherwise.
     static func run(_ event: Data, _ environment: [String: String?]) throws -> Executables.Run {
         try Executables.run(
             "db-migrate", input: event,
             environment: testEnvironment(
-                ["MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path].merging(environment) { $1 }))
+                [
+                    "MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path,
+                    "CUSTOM_RESOURCE_RESPONSE_ORIGIN": localOrigin(of: event),
+                ].merging(environment) { $1 }))
+    }
+
+    /// `http://127.0.0.1:PORT` of the event's `ResponseURL` when it points at this machine.
+    static func localOrigin(of event: Data) -> String? {
+        guard let url = (try? JSONValue.parse(event))?["ResponseURL"]?.stringValue,
+            let components = URLComponents(string: url), components.host == "127.0.0.1", let port = components.port
+        else { return nil }
+        return "http://127.0.0.1:\(port)"
     }
 
     /// The one answer the fake received, checked for what every answer must be.
@@ -220,5 +237,210 @@ struct DbMigrateTests {
         #expect(received.map(\.status) == [503, 200])
         #expect(received.last?.body?["Status"] == .string("SUCCESS"))
         #expect(try JSONValue.parse(run.result.standardOutput)["responded"] == .bool(true))
+    }
+
+    // MARK: Bounded on both sides
+
+    /// A local Runtime API that hands out one event with `Lambda-Runtime-Deadline-Ms` `deadlineMs` from now, writes
+    /// that deadline (epoch ms) to the file named by its second argument + ".deadline", appends each answer to that
+    /// file, and holds `next` afterwards.
+    static let oneEventRuntimeAPI = #"""
+        import http.server, sys, threading, time, uuid
+        port_file, answers_file, event_file, deadline_ms = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+        events = [open(event_file, "rb").read()]
+        lock = threading.Lock()
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def log_message(self, *args):
+                pass
+            def do_GET(self):
+                with lock:
+                    event = events.pop(0) if events else None
+                if event is None:
+                    time.sleep(3600)
+                    return
+                deadline = int(time.time() * 1000) + deadline_ms
+                open(answers_file + ".deadline", "w").write(str(deadline))
+                self.send_response(200)
+                self.send_header("Lambda-Runtime-Aws-Request-Id", str(uuid.uuid4()))
+                self.send_header("Lambda-Runtime-Deadline-Ms", str(deadline))
+                self.send_header("Content-Length", str(len(event)))
+                self.end_headers()
+                self.wfile.write(event)
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with lock, open(answers_file, "ab") as answers:
+                    answers.write(body + b"\n")
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        open(port_file + ".tmp", "w").write(str(server.server_address[1]))
+        import os
+        os.rename(port_file + ".tmp", port_file)
+        server.serve_forever()
+        """#
+
+    /// Runs db-migrate as a Lambda custom runtime on one event whose deadline is `deadlineSeconds` away; returns the
+    /// deadline (epoch seconds) once the S3 stand-in got an answer, or when `waitSeconds` have passed.
+    static func runOnRuntimeAPI(
+        _ event: Data, deadlineSeconds: Int, environment: [String: String], fake: PresignedURLFake,
+        waitSeconds: Double
+    ) throws -> Double {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rapi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let eventFile = directory.appendingPathComponent("event.json")
+        try event.write(to: eventFile)
+        let portFile = directory.appendingPathComponent("port").path
+        let answersFile = directory.appendingPathComponent("answers").path
+        let api = Process()
+        api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        api.arguments = [
+            "python3", "-c", oneEventRuntimeAPI, portFile, answersFile, eventFile.path, String(deadlineSeconds * 1000),
+        ]
+        api.standardInput = FileHandle.nullDevice
+        api.standardOutput = FileHandle.nullDevice
+        try api.run()
+        defer {
+            kill(api.processIdentifier, SIGKILL)
+            api.waitUntilExit()
+        }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: portFile) { Thread.sleep(forTimeInterval: 0.05) }
+        let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
+        let worker = Process()
+        worker.executableURL = Executables.binDirectory.appendingPathComponent("db-migrate")
+        var all = testEnvironment([
+            "MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path, "CUSTOM_RESOURCE_RESPONSE_ORIGIN": fake.origin,
+        ])
+        all.merge(environment) { $1 }
+        all["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:\(port)"
+        worker.environment = all
+        worker.standardInput = FileHandle.nullDevice
+        worker.standardOutput = FileHandle.nullDevice
+        worker.standardError = FileHandle.nullDevice
+        try worker.run()
+        defer {
+            kill(worker.processIdentifier, SIGKILL)
+            worker.waitUntilExit()
+        }
+        let started = Date()
+        while Date().timeIntervalSince(started) < waitSeconds, (try fake.requests()).isEmpty {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let deadline = try #require(
+            (try? String(contentsOfFile: answersFile + ".deadline", encoding: .utf8)).flatMap { Double($0) })
+        return deadline / 1000
+    }
+
+    /// A session that holds the migrator's advisory lock (the still-open session of a run that was killed).
+    static func holdMigratorLock(_ url: String) throws -> PostgresConnection {
+        let holder = try PostgresConnection(url: url, applicationName: "caregiver-push-tests")
+        try holder.query("SELECT pg_advisory_lock(7301202611)")
+        return holder
+    }
+
+    @Test(
+        "a lock held elsewhere: db-migrate answers FAILED naming the lock wait, before the invocation's deadline",
+        .timeLimit(.minutes(2)))
+    func heldLockAnswersBeforeDeadline() throws {
+        let database = try EmptyDatabase()
+        let holder = try Self.holdMigratorLock(database.url)
+        defer { holder.close() }
+        let fake = try PresignedURLFake()
+        let create = Self.request("Create", responseURL: fake.responseURL)
+        // 25 s: the function keeps 12 s for its answer, so the migration has 13 s — two 5 s lock waits and a pause.
+        let deadline = try Self.runOnRuntimeAPI(
+            create, deadlineSeconds: 25, environment: ["DATABASE_URL": database.url], fake: fake, waitSeconds: 40)
+        let body = try Self.onlyAnswer(fake, to: create)
+        #expect(body["Status"] == .string("FAILED"))
+        let reason = try #require(body["Reason"]?.stringValue)
+        #expect(reason.contains("55P03") && reason.contains("lock"), "\(reason)")
+        let answeredAt = try #require(try fake.arrivals().first)
+        #expect(answeredAt < deadline - 1, "answered \(answeredAt - deadline) s after the deadline")
+        #expect(try database.appliedVersions() == [])
+    }
+
+    @Test(
+        "one-shot, a table lock held by a running transaction: FAILED after three bounded lock waits",
+        .timeLimit(.minutes(1)))
+    func heldTableLockOneShot() throws {
+        let database = try EmptyDatabase()
+        let createFake = try PresignedURLFake()
+        _ = try Self.run(Self.request("Create", responseURL: createFake.responseURL), ["DATABASE_URL": database.url])
+        #expect(try database.appliedVersions() == Self.shippedVersions)
+        // A new migration that alters a table a long transaction is reading.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("alter-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for file in try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path) {
+            try FileManager.default.copyItem(
+                at: TestDatabase.migrationsDirectory.appendingPathComponent(file),
+                to: directory.appendingPathComponent(file))
+        }
+        try "ALTER TABLE push_devices ADD COLUMN lock_probe int;".write(
+            to: directory.appendingPathComponent("999999_alter.up.sql"), atomically: true, encoding: .utf8)
+        let reader = try PostgresConnection(url: database.url, applicationName: "caregiver-push-tests")
+        defer { reader.close() }
+        try reader.query("BEGIN")
+        try reader.query("SELECT count(*) FROM push_devices")
+        let fake = try PresignedURLFake()
+        let update = Self.request("Update", responseURL: fake.responseURL, physicalResourceID: "x")
+        let started = Date()
+        let run = try Self.run(update, ["DATABASE_URL": database.url, "MIGRATIONS_DIR": directory.path])
+        let took = Date().timeIntervalSince(started)
+        try reader.query("COMMIT")
+        let body = try Self.onlyAnswer(fake, to: update)
+        #expect(body["Status"] == .string("FAILED"))
+        #expect(body["Reason"]?.stringValue?.contains("55P03") == true)
+        // Three lock waits of 5 s and pauses of 1 s and 2 s, and no more.
+        #expect(took < 30, "took \(took) s")
+        #expect(run.stderr.contains("migration waited too long for a lock"))
+        #expect(try database.appliedVersions() == Self.shippedVersions)
+    }
+
+    @Test("a ResponseURL that is not CloudFormation's S3: a 400, nothing run, nothing sent")
+    func responseURLAllowList() throws {
+        let database = try EmptyDatabase()
+        let fake = try PresignedURLFake()
+        let elsewhere = try PresignedURLFake()
+        let urls = [
+            fake.responseURL,  // the stand-in itself, but the origin allowed is another one
+            "https://169.254.169.254/latest/meta-data/?Signature=x",
+            "http://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x?Signature=x",
+            "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com.evil.example/x?Signature=x",
+            "https://user@cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x?Signature=x",
+            "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com:8443/x?Signature=x",
+            "https://cloudformation-custom-resource-response-us-east-1.evil.example/x?Signature=x",
+        ]
+        for url in urls {
+            let run = try Self.run(
+                Self.request("Create", responseURL: url),
+                ["DATABASE_URL": database.url, "CUSTOM_RESOURCE_RESPONSE_ORIGIN": elsewhere.origin])
+            #expect(try JSONValue.parse(run.result.standardOutput)["status"] == .number(400), "\(url)")
+        }
+        #expect(try fake.requests().isEmpty && elsewhere.requests().isEmpty)
+        #expect(try database.appliedVersions() == [])
+    }
+
+    @Test("a URL-form secret whose password holds a raw @ or /: no fragment of it in any log line or answer")
+    func passwordFragmentsStayOutOfLogs() throws {
+        for url in [
+            "postgresql://postgres:hunter2@frag/ment-secret@127.0.0.1:1/caregiver_push",
+            "postgresql://postgres:hunter2@fragment-secret@127.0.0.1:1/caregiver_push",
+            "postgresql://postgres:hunter2/fragment-secret@127.0.0.1:1/caregiver_push",
+        ] {
+            let fake = try PresignedURLFake()
+            let create = Self.request("Create", responseURL: fake.responseURL)
+            let run = try Self.run(create, ["DATABASE_URL": url])
+            let body = try Self.onlyAnswer(fake, to: create)
+            #expect(body["Status"] == .string("FAILED"))
+            let everything =
+                String(decoding: run.result.standardOutput + run.result.standardError, as: UTF8.self)
+                + (body["Reason"]?.stringValue ?? "")
+            for fragment in ["hunter2", "frag", "ment-secret", "fragment"] {
+                #expect(!everything.contains(fragment), "\(fragment) in the output for \(url): \(everything)")
+            }
+        }
     }
 }

@@ -87,7 +87,13 @@ final class DevStack {
     }
 
     var stderr: String { String(decoding: stderrBuffer.value, as: UTF8.self) }
-    var databaseURL: String { "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push" }
+    /// `runner dev`'s cluster asks for the password it keeps in `.data/postgres.password`.
+    var databaseURL: String {
+        let password =
+            (try? String(contentsOf: directory.appendingPathComponent(".data/postgres.password"), encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        return "postgresql://postgres:\(password)@127.0.0.1:\(databasePort)/caregiver_push"
+    }
     var base: String { "http://127.0.0.1:\(port)" }
 
     /// One request, not recorded for the leak scan: the console's demo document carries the demo's tokens (the

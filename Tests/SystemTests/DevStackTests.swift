@@ -11,29 +11,54 @@ struct DevStackTests {
     /// `runner dev` starts PostgreSQL through `scripts/pg.sh` with Foundation's `Process`, which learns that its child
     /// exited when a socket every descendant inherits is closed. A postmaster that kept it made `make dev` wait
     /// forever on a fresh clone (first start only: a running cluster is not started again).
-    @Test("pg.sh start returns to a Foundation Process caller, and the server it started answers")
+    ///
+    /// `make dev`'s cluster (PG_PASSWORD_FILE) lets no other local user in as its superuser: over TCP the password is
+    /// asked for, and `COPY … PROGRAM` (which runs as the cluster's OS user) is out of reach without it.
+    @Test(
+        "pg.sh start returns to a Foundation Process caller; the dev cluster it started answers only with its password"
+    )
     func pgStartReturns() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dev-pg-\(UUID().uuidString)")
             .path
+        let passwordFile = directory + ".password"
         let script = TestDatabase.repositoryRoot.appendingPathComponent("scripts/pg.sh")
         let port = 25439
+        var environment = ProcessInfo.processInfo.environment
+        environment["PG_PASSWORD_FILE"] = passwordFile
+        let scriptEnvironment = environment
         defer {
             _ = try? ChildProcess.run(executable: script, arguments: ["stop", directory], input: Data())
             try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: passwordFile)
         }
         let finished = DispatchSemaphore(value: 0)
         let status = Mutex<Int32?>(nil)
         // On a thread of its own, so that a hang fails this test instead of stopping the whole run.
         Thread.detachNewThread {
             let result = try? ChildProcess.run(
-                executable: script, arguments: ["start", directory, "\(port)"], input: Data())
+                executable: script, arguments: ["start", directory, "\(port)"], environment: scriptEnvironment,
+                input: Data())
             status.withLock { $0 = result?.exitStatus ?? -1 }
             finished.signal()
         }
         let returned = finished.wait(timeout: .now() + 120) == .success
         try #require(returned, "pg.sh start had not returned after 120 s")
         #expect(status.withLock { $0 } == 0)
-        let connection = try PostgresConnection(url: "postgresql://postgres@127.0.0.1:\(port)/caregiver_push")
+        // Another local user, knowing nothing: refused.
+        let refused = #expect(throws: PostgresError.self) {
+            try PostgresConnection(url: "postgresql://postgres@127.0.0.1:\(port)/caregiver_push").close()
+        }
+        #expect(refused?.connectionFailureReason == "authentication failed")
+        let password = try String(contentsOfFile: passwordFile, encoding: .utf8)
+        #expect(password.count == 32)
+        let attributes = try FileManager.default.attributesOfItem(atPath: passwordFile)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        // pg.sh url prints the URL with it, and that URL works.
+        let url = try ChildProcess.run(
+            executable: script, arguments: ["url", "\(port)"], environment: scriptEnvironment, input: Data())
+        let text = String(decoding: url.standardOutput, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(text == "postgresql://postgres:\(password)@127.0.0.1:\(port)/caregiver_push")
+        let connection = try PostgresConnection(url: text)
         defer { connection.close() }
         #expect(try connection.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
     }
@@ -57,6 +82,25 @@ struct RunnerNewcomerTests {
         process.waitUntilExit()
         LeakCapture.record(text, source: "runner \(arguments.first ?? "")")
         return (process.terminationStatus, text)
+    }
+
+    @Test(
+        "runner migrate (the Knative Job's gateway migrate) names the kind of a connection failure, no part of the password"
+    )
+    func migrateKeepsPasswordOut() throws {
+        for url in [
+            "postgresql://postgres:hunter2@frag/ment-secret@127.0.0.1:1/caregiver_push",
+            "postgresql://postgres:hunter2/fragment-secret@127.0.0.1:1/caregiver_push",
+        ] {
+            var environment = ProcessInfo.processInfo.environment
+            environment["DATABASE_URL"] = url
+            let (status, output) = try Self.runner(["migrate"], environment: environment)
+            #expect(status != 0)
+            #expect(output.contains("cannot connect to DATABASE_URL"))
+            for fragment in ["hunter2", "frag", "ment-secret"] {
+                #expect(!output.contains(fragment), "\(fragment) in: \(output)")
+            }
+        }
     }
 
     /// A listener on a free loopback port, held by a child process until the returned process is terminated.

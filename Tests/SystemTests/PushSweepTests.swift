@@ -147,6 +147,29 @@ struct PushSweepTests {
         #expect(try fake.messages().compactMap { $0["token"]?.stringValue } == [fresh])
     }
 
+    @Test("a device disabled longer than PUSH_RETENTION_DAYS is deleted; one disabled lately and an enabled one stay")
+    func oldDisabledDevices() throws {
+        let fake = try FCMFake()
+        let database = try IsolatedDatabase()
+        let home = try DurablePushTests.home(in: database, devices: 3)
+        let (old, recent, enabled) = (home.tokens[0], home.tokens[1], home.tokens[2])
+        try database.with { connection in
+            try connection.query(
+                """
+                UPDATE push_devices SET is_enabled = false, disabled_reason = 'USER_DISABLED',
+                    updated_at = now() - make_interval(days => CASE WHEN token = \(old) THEN 31 ELSE 29 END)
+                WHERE token IN (\(old), \(recent))
+                """)
+            try connection.query(
+                "UPDATE push_devices SET updated_at = now() - interval '400 days' WHERE token = \(enabled)")
+        }
+        let (summary, _) = try DurablePushTests.sweep(fake, database)
+        #expect(summary?["devicesDeleted"] == .number(1))
+        #expect(try database.with { try Seed.devices($0, token: old) }.isEmpty)
+        #expect(try database.with { try Seed.devices($0, token: recent) }.first?.isEnabled == false)
+        #expect(try database.with { try Seed.devices($0, token: enabled) }.first?.isEnabled == true)
+    }
+
     @Test("retention deletes final deliveries and events older than PUSH_RETENTION_DAYS, and nothing else")
     func retention() throws {
         let fake = try FCMFake()

@@ -127,6 +127,38 @@ struct SecretsAtRunTimeTests {
         #expect(try register(with: oldSecret) == 401)
     }
 
+    @Test("a deleted secret: a warm worker keeps the last value for the grace, then answers 500 naming the variable")
+    func deletedSecretFailsClosed() throws {
+        let fake = try SecretsExtensionFake(
+            secrets: [Self.databaseARN: try Self.rdsSecret(), Self.jwtARN: testJWTSecret], ttlSeconds: 0.5)
+        _ = TestDatabase.migrated
+        // Refresh every second: a grace of two.
+        let server = try RunnerServer(
+            arguments: ["--mode", "warm", "--warm-workers", "1"],
+            environment: Self.lambdaEnvironment(fake, ["SECRETS_REFRESH_SECONDS": "1"]))
+        func register() throws -> Int {
+            try server.post(
+                "/api/push/register", bearer: try caregiverToken(UUID()),
+                body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")]
+            ).status
+        }
+        #expect(try register() == 200)
+        try fake.store([Self.databaseARN: try Self.rdsSecret()])
+        let deleted = Date()
+        var statuses: [(Double, Int)] = []
+        while Date().timeIntervalSince(deleted) < 8, statuses.last?.1 != 500 {
+            statuses.append((Date().timeIntervalSince(deleted), try register()))
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        let closedAt = try #require(statuses.first { $0.1 == 500 }?.0, "still served 8 s later: \(statuses)")
+        // Never before the grace (two refresh intervals since the last good reading, which was at most 1.5 s before
+        // the deletion took effect), and within about three intervals of it.
+        #expect(closedAt > 0.4 && closedAt < 6, "\(statuses)")
+        #expect(statuses.dropLast().allSatisfy { $0.1 == 200 })
+        #expect(server.logs(#""config.variable":"SUPABASE_JWT_SECRET_ARN""#))
+        #expect(server.logs("secret not read within its grace: no longer used"))
+    }
+
     // MARK: The reading itself
 
     @Test("the database secret: a URL as it is, RDS JSON with its password percent-encoded, anything else refused")

@@ -17,6 +17,16 @@ package final class PresignedURLFake {
     private let process: Process
     private let directory: URL
 
+    /// `CUSTOM_RESOURCE_RESPONSE_ORIGIN` for this fake: db-migrate answers only CloudFormation's S3 hosts and this.
+    package var origin: String { "http://127.0.0.1:\(port)" }
+
+    /// When each request arrived (seconds since 1970, as the fake's clock read it), oldest first.
+    package func arrivals() throws -> [Double] {
+        let file = directory.appendingPathComponent("requests.jsonl")
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [] }
+        return try text.split(separator: "\n").map { try JSONValue.parse(String($0))["at"]?.numberValue ?? 0 }
+    }
+
     /// A pre-signed-looking URL to this fake.
     package var responseURL: String {
         "http://127.0.0.1:\(port)/cloudformation-custom-resource-response-useast1/arn%3Aaws%3Acloudformation/stack?"
@@ -74,7 +84,7 @@ package final class PresignedURLFake {
     }
 
     private static let script = #"""
-        import http.server, json, os, signal, sys, threading
+        import http.server, json, os, signal, sys, threading, time
         # Started from a test thread that blocks most signals; the mask is inherited: unblock, so SIGTERM ends it.
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         directory, fail_first = sys.argv[1], int(sys.argv[2])
@@ -117,7 +127,7 @@ package final class PresignedURLFake {
                     status = self.answer(403, "SignatureDoesNotMatch")
                 else:
                     status = self.answer(200)
-                record = {"method": self.command, "path": path, "query": query, "status": status,
+                record = {"method": self.command, "path": path, "query": query, "status": status, "at": time.time(),
                           "headers": {k.lower(): v for k, v in self.headers.items()},
                           "body": body.decode("utf-8", "replace")}
                 with lock, open(os.path.join(directory, "requests.jsonl"), "a") as log:

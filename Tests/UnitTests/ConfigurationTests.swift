@@ -57,4 +57,21 @@ struct ConfigurationTests {
         #expect(configuration.errors.contains { $0.variable == "SUPABASE_JWKS_URL" } == !accepted)
         #expect(!configuration.errors.contains { $0.description.contains(url) })
     }
+
+    @Test(
+        "a JSON database secret's port must be exactly an integer from 1 to 65535: huge, fractional or out of range is an error naming the ARN variable",
+        arguments: [
+            ("9223372036854775808", false), ("1e300", false), ("5432.5", false), ("0", false), ("65536", false),
+            ("-1", false), (#""5432x""#, false), ("5432", true), ("5432.0", true), (#""6543""#, true),
+        ])
+    func databaseSecretPort(port: String, accepted: Bool) {
+        let secret = #"{"host":"db.example","port":\#(port),"username":"app","password":"pw-secret","dbname":"x"}"#
+        let resolved = Configuration.resolvingSecrets(in: ["DATABASE_SECRET_ARN": "arn:db"]) { _ in .success(secret) }
+        #expect((resolved.environment["DATABASE_URL"] != nil) == accepted, "\(port)")
+        #expect(resolved.errors.map(\.variable) == (accepted ? [] : ["DATABASE_SECRET_ARN"]), "\(port)")
+        if accepted {
+            let expected = port.contains("6543") ? "6543" : "5432"
+            #expect(resolved.environment["DATABASE_URL"] == "postgresql://app:pw-secret@db.example:\(expected)/x")
+        }
+    }
 }

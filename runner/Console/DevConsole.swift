@@ -70,28 +70,9 @@ final class DevConsole: Sendable {
 
     // MARK: who may ask
 
-    /// Loopback peers naming a loopback host only: a DNS-rebinding page (`evil.example` → 127.0.0.1) names its own.
+    /// Loopback peers naming a loopback host only, and no other site's page (``LocalControl``).
     static func guardLoopback<Context: RequestContext>(_ request: Request, _ context: Context) throws {
-        if let peer = (context as? any RemoteAddressRequestContext)?.remoteAddress?.ipAddress,
-            !FCMEmulator.isLoopback(peer)
-        {
-            throw HTTPError(.forbidden, message: "the dev console answers loopback clients only")
-        }
-        guard let authority = request.head.authority, isLoopbackAuthority(authority) else {
-            throw HTTPError(.forbidden, message: "the dev console answers requests for 127.0.0.1 or localhost only")
-        }
-    }
-
-    static func isLoopbackAuthority(_ authority: String) -> Bool {
-        var host = Substring(authority)
-        if host.hasPrefix("[") {
-            host = host.dropFirst().prefix { $0 != "]" }
-        } else if let colon = host.lastIndex(of: ":") {
-            host = host[..<colon]
-        }
-        return host == "localhost" || host == "::1"
-            || (FCMEmulator.isLoopback(String(host))
-                && host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." })
+        try LocalControl.check(request, context)
     }
 
     // MARK: documents

@@ -81,11 +81,26 @@ public struct FCMEmulator: Sendable {
                 throw error
             }
         }
-        router.get("/_emulator/fcm/messages") { _, _ in await self.listMessages(deliveredOnly: true) }
-        router.get("/_emulator/fcm/requests") { _, _ in await self.listMessages(deliveredOnly: false) }
-        router.get("/_emulator/fcm/stats") { _, _ in await self.stats() }
-        router.post("/_emulator/fcm/config") { request, _ in try await self.configure(request) }
-        router.post("/_emulator/fcm/reset") { _, _ in
+        // What Google received (full device tokens, patients' names) and the emulator's behaviour: the developer's
+        // only, never a page they visit (``LocalControl``).
+        router.get("/_emulator/fcm/messages") { request, context in
+            try LocalControl.check(request, context)
+            return await self.listMessages(deliveredOnly: true)
+        }
+        router.get("/_emulator/fcm/requests") { request, context in
+            try LocalControl.check(request, context)
+            return await self.listMessages(deliveredOnly: false)
+        }
+        router.get("/_emulator/fcm/stats") { request, context in
+            try LocalControl.check(request, context)
+            return await self.stats()
+        }
+        router.post("/_emulator/fcm/config") { request, context in
+            try LocalControl.check(request, context)
+            return try await self.configure(request)
+        }
+        router.post("/_emulator/fcm/reset") { request, context in
+            try LocalControl.check(request, context)
             await self.state.reset()
             return Self.json(200, .object(["ok": .bool(true)]))
         }

@@ -31,20 +31,24 @@ public enum SupabaseJWKSRoutes {
                 body: .init(byteBuffer: ByteBuffer(bytes: document)))
         }
         for method in [HTTPRequest.Method.put, .post] {
-            router.on("/_emulator/jwks", method: method) { request, _ in
+            router.on("/_emulator/jwks", method: method) { request, context in
+                // Installs the keys the functions trust: never from another site's page (``LocalControl``).
+                try LocalControl.check(request, context)
                 var request = request
                 await state.serve(Array(buffer: try await request.collectBody(upTo: 1024 * 1024)))
                 return FCMEmulator.json(200, .object(["ok": .bool(true)]))
             }
         }
-        router.post("/_emulator/jwks/down") { request, _ in
+        router.post("/_emulator/jwks/down") { request, context in
+            try LocalControl.check(request, context)
             var request = request
             let body = try? JSONValue.parse(Array(buffer: try await request.collectBody(upTo: 4096)))
             await state.setDown(body?["down"]?.boolValue == true)
             return FCMEmulator.json(200, .object(["ok": .bool(true)]))
         }
-        router.get("/_emulator/jwks/stats") { _, _ in
-            FCMEmulator.json(
+        router.get("/_emulator/jwks/stats") { request, context in
+            try LocalControl.check(request, context)
+            return FCMEmulator.json(
                 200, .object(["fetches": .number(Double(await state.fetches)), "down": .bool(await state.isDown)]))
         }
     }

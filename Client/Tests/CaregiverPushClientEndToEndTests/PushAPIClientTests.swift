@@ -42,7 +42,7 @@ struct PushAPIClientTests {
         }
         #expect(fields.map(\.field).sorted() == ["installationId", "token"])
         #expect(fields.allSatisfy { !$0.message.isEmpty })
-        #expect(fields.first { $0.field == "token" }?.message.contains("4096") == true)
+        #expect(fields.first { $0.field == "token" }?.message.contains("512") == true)
         #expect(error?.description.contains(badToken) == false)
     }
 

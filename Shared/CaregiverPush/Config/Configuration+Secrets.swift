@@ -83,8 +83,10 @@ extension Configuration {
         switch document["port"] {
         case .none: port = 5432
         case .some(let member):
-            guard let number = member.numberValue.map({ Int($0) }) ?? member.stringValue.flatMap({ Int($0) }),
-                (1...65535).contains(number)
+            // Exactly an integer from 1 to 65535: `Int(_: Double)` would trap on 2^63 and beyond and cut 5432.9
+            // to 5432 without a word.
+            guard let number = member.numberValue.map({ Int(exactly: $0) }) ?? member.stringValue.map({ Int($0) }),
+                let number, (1...65535).contains(number)
             else { return nil }
             port = number
         }

@@ -5,7 +5,8 @@ import FoundationEssentials
 /// The caregivers' devices in `push_devices`: registration, rotation, hand-over and soft-disable
 /// (docs/behaviour.md#devices).
 ///
-/// Devices are never deleted: a disabled row keeps its reason, and registering the same token again re-enables it.
+/// A disabled row keeps its reason, and registering the same token again re-enables it; a caregiver keeps at most
+/// ``disabledRowsKept`` disabled rows, and `push-sweep` deletes those disabled longer than `PUSH_RETENTION_DAYS`.
 public struct PushDeviceRegistry {
     /// Why a device no longer receives pushes (`push_devices.disabled_reason`).
     public enum DisabledReason: String, Sendable, CaseIterable {
@@ -56,6 +57,10 @@ public struct PushDeviceRegistry {
 
     /// Namespace of the advisory locks taken per token (the second key is the token's hash).
     static let tokenLockNamespace: Int = 0x5055_5348  // "PUSH"
+    /// How many disabled devices a caregiver keeps (the most recently disabled); older ones are deleted at the next
+    /// registration, and any disabled device by `push-sweep` after `PUSH_RETENTION_DAYS`.
+    public static let disabledRowsKept = 20
+
     /// Namespace of the advisory locks taken per caregiver (the second key is the id's hash): the cap's.
     static let ownerLockNamespace: Int = 0x4F57_4E52  // "OWNR"
 
@@ -145,6 +150,17 @@ public struct PushDeviceRegistry {
                 ORDER BY token_sha256 = \(tokenHash) DESC, last_seen_at DESC, id
                 OFFSET \(max(deviceCap, 1)))
             """)
+        // Disabled rows are kept for their reason (the app shows it), but only the caregiver's most recently
+        // disabled ``disabledRowsKept``: registering endless distinct tokens cannot grow the table without bound.
+        statements.append(
+            """
+            DELETE FROM caregiver_push.push_devices
+            WHERE id IN (
+                SELECT id FROM caregiver_push.push_devices
+                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND NOT is_enabled
+                ORDER BY updated_at DESC, id
+                OFFSET \(Self.disabledRowsKept))
+            """)
         return try connection.withPipelinedTransaction { transaction in
             let results = try transaction.run(statements)
             guard let row = results[2].single else {
@@ -153,7 +169,7 @@ public struct PushDeviceRegistry {
             return RegistrationResult(
                 deviceID: try row.decode(UUID.self, at: 0),
                 replaced: registration.installationID == nil ? 0 : results[3].affectedRows,
-                reassigned: results[results.count - 2].affectedRows, overCap: results[results.count - 1].affectedRows)
+                reassigned: results[results.count - 3].affectedRows, overCap: results[results.count - 2].affectedRows)
         }
     }
 

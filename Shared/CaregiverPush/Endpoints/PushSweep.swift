@@ -38,6 +38,8 @@ public struct PushSweep: ScheduledJob {
         public var retryScheduled = 0
         public var deliveriesDeleted = 0
         public var eventsDeleted = 0
+        /// Disabled devices deleted after `PUSH_RETENTION_DAYS`.
+        public var devicesDeleted = 0
         /// Why the run stopped early, when it did (`database`, `environment`, …); counts so far are still true.
         public var stoppedEarly: String?
     }
@@ -92,6 +94,7 @@ public struct PushSweep: ScheduledJob {
         summary.retryScheduled = report.retryScheduled
         do {
             (summary.deliveriesDeleted, summary.eventsDeleted) = try maintenance.deleteOldFinalRows()
+            summary.devicesDeleted = try maintenance.deleteOldDisabledDevices()
         } catch {
             return stopped(summary, "database", error: error, context: context, report: report)
         }
@@ -203,6 +206,23 @@ public struct PushSweep: ScheduledJob {
                                  ELSE 'expired after ' || p.attempts || ' attempts; last: ' || p.last_error END,
                     lease_until = NULL, lease_token = NULL, updated_at = now()
                 FROM old WHERE p.id = old.id
+                """
+            }
+        }
+
+        /// Devices disabled (or last changed while disabled) before the retention: their reason has been shown long
+        /// enough. Their deliveries go with them (all final by then: the sweep ends a disabled device's due ones).
+        func deleteOldDisabledDevices() throws -> Int {
+            try rounds {
+                """
+                WITH old AS (
+                    SELECT id FROM caregiver_push.push_devices
+                    WHERE NOT is_enabled
+                      AND updated_at < now() - make_interval(days => \(configuration.pushRetentionDays))
+                    ORDER BY updated_at LIMIT \(PushSweep.maintenanceBatch)
+                    FOR UPDATE SKIP LOCKED
+                )
+                DELETE FROM caregiver_push.push_devices d USING old WHERE d.id = old.id
                 """
             }
         }

@@ -45,8 +45,10 @@ public enum CaregiverFunction {
     /// Runs any other handler over this service's resources (`db-migrate`'s custom resource) and exits.
     ///
     /// With `*_SECRET_ARN` variables set (on Lambda), the secrets are read from the Parameters and Secrets extension
-    /// before the first event, and again before an invocation once `SECRETS_REFRESH_SECONDS` have passed: a rotated
-    /// secret gets a new configuration, handler and resources without a redeploy.
+    /// before the first event, and again after an invocation (its response sent, its post-response work done) once
+    /// `SECRETS_REFRESH_SECONDS` have passed — at most 1 s per secret, and only when ``refreshReserve`` of the
+    /// invocation's time is left: a rotated secret gets a new configuration, handler and resources without a
+    /// redeploy, and no request waits for the reading.
     public static func main<H: InvocationHandling>(
         name: String, _ makeHandler: @escaping (Configuration, Logger) -> H
     ) -> Never where H.Resources == FunctionResources {
@@ -59,7 +61,9 @@ public enum CaregiverFunction {
             }
         }
         let secrets = RuntimeSecrets(environment: environment, source: SecretsExtension(environment: environment))
-        let renew = { () -> (H, FunctionResources)? in
+        let renew = { (deadline: ContinuousClock.Instant?) -> (H, FunctionResources)? in
+            // Not with less than the reading's worst case left: the next invocation's end will do.
+            guard secrets.isDue(), deadline.map({ $0 - .now >= refreshReserve }) ?? true else { return nil }
             // Made here, not above: FunctionHost bootstraps the JSON log handler before the loop starts.
             var logger = Logger(label: name)
             logger[metadataKey: "function"] = .string(name)
@@ -74,6 +78,9 @@ public enum CaregiverFunction {
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
         }
     }
+
+    /// The time an invocation must have left for a refresh after it: three secrets at 1 s each, and a margin.
+    static let refreshReserve: Duration = .seconds(4)
 
     /// Logs, once per configuration, each value it refused (out of range, malformed), so that a mistyped setting does
     /// not pass silently as its default (docs/behaviour.md#configuration). The variable and the rule are logged,

@@ -46,10 +46,14 @@ extension FieldValidator {
     }
 
     /// The `token` field: an FCM registration token, 1–4096 characters of `A-Z a-z 0-9 _ : . -`.
+    /// The longest device token stored: FCM's registration tokens are about 160 characters (APNs device tokens 64);
+    /// 512 leaves room for a longer format without letting one row carry kilobytes (docs/behaviour.md#limits).
+    static let maxDeviceTokenLength = 512
+
     mutating func deviceToken() -> String? {
-        string("token", required: true, invalidMessage: "token must be 1 to 4096 characters of A-Z a-z 0-9 _ : . -") {
+        string("token", required: true, invalidMessage: "token must be 1 to 512 characters of A-Z a-z 0-9 _ : . -") {
             value in
-            (1...4096).contains(value.utf8.count) && value.consists(of: Self.isTokenCharacter)
+            (1...Self.maxDeviceTokenLength).contains(value.utf8.count) && value.consists(of: Self.isTokenCharacter)
         }
     }
 

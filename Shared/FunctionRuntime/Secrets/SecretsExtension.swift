@@ -22,15 +22,33 @@ public struct SecretsExtension: Sendable {
     let sessionToken: String?
     /// How long one ``secretString(_:)`` may keep asking while the extension is still starting.
     let readinessWaitMilliseconds: Int
+    /// How long one request may take.
+    let requestTimeoutMilliseconds: Int
 
     /// - Parameter environment: the process's environment (the port and the session token).
-    public init(environment: [String: String], readinessWaitMilliseconds: Int = 3000) {
+    public init(
+        environment: [String: String], readinessWaitMilliseconds: Int = 3000, requestTimeoutMilliseconds: Int = 2000
+    ) {
         port =
             environment["PARAMETERS_SECRETS_EXTENSION_HTTP_PORT"].flatMap { Int($0) }.flatMap {
                 (1...65535).contains($0) ? $0 : nil
             } ?? 2773
         sessionToken = environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         self.readinessWaitMilliseconds = readinessWaitMilliseconds
+        self.requestTimeoutMilliseconds = requestTimeoutMilliseconds
+    }
+
+    /// The same extension for a warm process's refresh: one request per secret, 1 s at most, no waiting for a
+    /// start that has long happened — at most 3 s for the three secrets.
+    public var forRefresh: SecretsExtension {
+        SecretsExtension(port: port, sessionToken: sessionToken, readiness: 0, timeout: 1000)
+    }
+
+    private init(port: Int, sessionToken: String?, readiness: Int, timeout: Int) {
+        self.port = port
+        self.sessionToken = sessionToken
+        readinessWaitMilliseconds = readiness
+        requestTimeoutMilliseconds = timeout
     }
 
     /// The `SecretString` of the secret `id` (a name or an ARN), in its current version (`AWSCURRENT`).
@@ -44,7 +62,7 @@ public struct SecretsExtension: Sendable {
             headers: [("X-Aws-Parameters-Secrets-Token", sessionToken)], responseBodyLimit: 256 * 1024)
         let giveUp = ContinuousClock.now + .milliseconds(readinessWaitMilliseconds)
         while true {
-            let outcome = Self.interpret(CurlClient.perform(request, timeoutMilliseconds: 2000))
+            let outcome = Self.interpret(CurlClient.perform(request, timeoutMilliseconds: requestTimeoutMilliseconds))
             guard case .failure(let error) = outcome, error.isStartingUp, ContinuousClock.now < giveUp else {
                 return outcome
             }

@@ -195,13 +195,13 @@ enum FuzzRoute: CaseIterable {
         switch self {
         case .pushRegister:
             let registration = try PushRegister.validate(body)
-            require(Self.isDeviceToken(registration.token), "token is 1–4096 token characters")
+            require(Self.isDeviceToken(registration.token), "token is 1–512 token characters")
             let installationID = Array((registration.installationID ?? "absent").utf8)
             require(
                 (1...128).contains(installationID.count) && installationID.allSatisfy { $0 > 0x20 && $0 < 0x7F },
                 "installationId is 1–128 printable characters")
         case .pushUnregister:
-            require(Self.isDeviceToken(try PushUnregister.validate(body)), "token is 1–4096 token characters")
+            require(Self.isDeviceToken(try PushUnregister.validate(body)), "token is 1–512 token characters")
         case .doseRecord:
             let fields = try DoseRecord.validate(body, principal: principal, now: now)
             require(!isCaregiver || fields.patientID != nil, "a caregiver names the patient")
@@ -229,7 +229,7 @@ enum FuzzRoute: CaseIterable {
     }
 
     private static func isDeviceToken(_ token: String) -> Bool {
-        (1...4096).contains(token.utf8.count) && token.utf8.allSatisfy(FieldValidator.isTokenCharacter)
+        (1...512).contains(token.utf8.count) && token.utf8.allSatisfy(FieldValidator.isTokenCharacter)
     }
 }
 
