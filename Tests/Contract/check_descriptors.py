@@ -228,6 +228,21 @@ def main():
     api = next(r for r in sam["Resources"].values() if r.get("Type") == "AWS::Serverless::HttpApi")
     route = api["Properties"].get("DefaultRouteSettings", {})
     check("ThrottlingBurstLimit" in route and "ThrottlingRateLimit" in route, "the HTTP API has no default throttling")
+    # Access logging on, in a form that cannot log a token or a body: only $context variables of this list (no
+    # $request.header/body/querystring, no authorizer claims, no $input), and the line is JSON.
+    access = api["Properties"].get("AccessLogSettings", {})
+    check(access.get("DestinationArn") and access.get("Format"), "the HTTP API's access logging is off")
+    access_format = str(access.get("Format", ""))
+    logged = set(re.findall(r"\$[A-Za-z][\w.]*", access_format))
+    allowed = {"$context.requestId", "$context.requestTime", "$context.identity.sourceIp", "$context.httpMethod",
+               "$context.routeKey", "$context.status", "$context.responseLength", "$context.responseLatency",
+               "$context.integrationLatency", "$context.integrationStatus", "$context.error.message"}
+    check(logged and logged <= allowed, f"the access log names {sorted(logged - allowed)}, which may carry a token, "
+                                        "a body or a query string")
+    try:
+        json.loads(access_format)
+    except ValueError:
+        check(False, "the access log format is not one JSON line")
 
     # Each function's secrets: the ARNs it gets are exactly the ones its policy may read.
     for name, (logical_id, properties) in functions.items():
@@ -280,7 +295,8 @@ def main():
                            ("cronjob", cron["spec"]["jobTemplate"]["spec"]["template"]["spec"],
                             cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0])]:
         security = box.get("securityContext", {})
-        check(pod.get("securityContext", {}).get("runAsNonRoot") is True, f"{what}: runAsNonRoot is not set")
+        check(security.get("runAsNonRoot") is True or pod.get("securityContext", {}).get("runAsNonRoot") is True,
+              f"{what}: runAsNonRoot is not set")
         check(security.get("allowPrivilegeEscalation") is False, f"{what}: privilege escalation is allowed")
         check(security.get("readOnlyRootFilesystem") is True, f"{what}: the root file system is writable")
         check(security.get("capabilities", {}).get("drop") == ["ALL"], f"{what}: capabilities are not all dropped")
@@ -317,6 +333,10 @@ def main():
     check(re.search(r"^ARG BASE=", dockerfile, re.M) and re.search(r"^FROM \$\{BASE\}", dockerfile, re.M),
           "the Dockerfile's base is not the BASE build argument")
     check(re.search(r"^USER (?!0|root)\d+", dockerfile, re.M), "the image does not run as a numeric non-root user")
+    # The default base is a point release (optionally by digest), never `latest` or a codename that moves.
+    base = re.search(r"^ARG BASE=(\S+)", dockerfile, re.M)
+    check(base and re.fullmatch(r"debian:\d+\.\d+-slim(@sha256:[0-9a-f]{64})?", base.group(1)),
+          f"the Dockerfile's default base {base.group(1) if base else None} is not a pinned Debian point release")
     products = re.findall(r'\("([a-z-]+)", "[A-Za-z]+"\)', manifest)
     image_script = open("scripts/image.sh").read()
     staged = subprocess.run(
