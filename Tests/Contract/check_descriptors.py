@@ -272,6 +272,29 @@ def main():
     owner_readers = [n for n, (_, p) in functions.items() if MIGRATOR_DATABASE_PARAMETER in json.dumps(p, default=str)]
     check(owner_readers == ["db-migrate"], f"the owner's secret is read by {owner_readers}, not db-migrate alone")
 
+    # docs/deploy.md's `sam deploy` as a team copies it: every override is a parameter of the template, every parameter
+    # without a default is given, and each value fits its parameter (AllowedPattern, AllowedValues), with the
+    # documented `<placeholder>`s filled in by digits. And the concurrency quota the account needs, as documented.
+    deploy = re.search(r"sam deploy [\s\S]*?--parameter-overrides ([\s\S]*?)\n```", docs)
+    check(deploy, "docs/deploy.md has no `sam deploy … --parameter-overrides` command")
+    if deploy:
+        overrides = dict(word.split("=", 1) for word in deploy.group(1).replace("\\\n", " ").split() if "=" in word)
+        unknown = set(overrides) - set(parameters)
+        check(not unknown, f"the documented sam deploy sets {sorted(unknown)}, which the template does not have")
+        required = {name for name, p in parameters.items() if "Default" not in p}
+        check(required <= set(overrides), f"the documented sam deploy leaves out {sorted(required - set(overrides))}")
+        for name, value in overrides.items():
+            parameter = parameters.get(name, {})
+            filled = re.sub(r"<[a-z-]+>", "1", re.sub(r"<account>", "123456789012", value))
+            if "AllowedPattern" in parameter:
+                check(re.fullmatch(parameter["AllowedPattern"].removeprefix("^").removesuffix("$"), filled),
+                      f"the documented {name}={value} does not match the template's pattern")
+            if "AllowedValues" in parameter:
+                check(value in parameter["AllowedValues"], f"the documented {name}={value} is not allowed")
+    reserved = sum(f["concurrency"] for f in table)
+    check(f"— {reserved} —" in docs and f"at least {reserved + 100} per region" in docs,
+          f"docs/deploy.md does not say the template reserves {reserved} and the account needs {reserved + 100}")
+
     # Knative: every deployable variable an env entry; the table's limits; probes; security.
     spec = service["spec"]["template"]["spec"]
     container = spec["containers"][0]
@@ -360,8 +383,16 @@ def main():
         check((staged_bin / "gateway").is_file(), f"the staged image context has no gateway in {staged_bin}")
     check("--max-body 16384" in dockerfile, "the entrypoint does not bound request bodies to the functions' 16 KiB")
 
-    for line in env_size_report():
+    lines, now = env_size_report()
+    for line in lines:
         print(line)
+    # deploy.md's table of environment sizes says what this computes (the "now" columns), for every function.
+    documented = {}
+    for row in re.findall(r"^\| ([a-z, -]+) \| \d+ \| \d+[^|]* \| (\d+) \| (\d+) \|$", docs, re.M):
+        for name in row[0].split(", "):
+            documented[name] = (int(row[1]), int(row[2]))
+    computed = {name: (now[False][name], now[True][name]) for name in now[False]}
+    check(documented == computed, f"docs/deploy.md's environment sizes {documented} are not the template's {computed}")
     for message in failures:
         print(f"descriptors: {message}", file=sys.stderr)
     print(f"{passed} passed, {len(failures)} failed")
@@ -445,7 +476,7 @@ def env_sizes(path, samples, inline_jwks):
 def env_size_report():
     before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
     samples = sample_values()
-    lines = []
+    lines, now = [], {}
     for label, path in ([("before", before)] if before else []) + [("now", "infra/aws/template.yaml")]:
         for jwks in (False, True):
             sizes = env_sizes(path, samples, jwks)
@@ -454,7 +485,8 @@ def env_size_report():
                          + ", ".join(f"{name} {size}" for name, size in sizes.items()))
             if label == "now":
                 check(max(sizes.values()) < 4096, f"a function's environment reaches Lambda's 4 KB: {sizes}")
-    return lines
+                now[jwks] = sizes
+    return lines, now
 
 
 if __name__ == "__main__":
