@@ -3,7 +3,7 @@
 #endif
 import Foundation
 
-/// `POST /api/push/register` and `POST /api/push/unregister` for the signed-in caregiver (seeds' T027). Replaces the
+/// `POST /api/push/register` and `POST /api/push/unregister` for the signed-in caregiver. Replaces the
 /// app's `APIClient.registerPushDevice` / `unregisterPushDevice`.
 ///
 /// Each call takes a fresh bearer token from `accessToken` (the caregiver's Supabase access token), sends JSON, and
@@ -20,7 +20,7 @@ public struct PushAPIClient: Sendable {
 
     /// - Parameters:
     ///   - baseURL: the API's origin, e.g. `https://api.example.com` (the paths start with `/api/push/`).
-    ///   - budget: how long a call may take, retries included (SC-001's 5 s by default).
+    ///   - budget: how long a call may take, retries included (5 s from tap to state by default).
     ///   - accessToken: the caregiver's current bearer token; throwing means there is no session
     ///     (``PushAPIError/signInRequired``).
     public init(

@@ -2,14 +2,14 @@
 /// language, and English). A test fails when a key is missing in either language, when the catalog holds a key that
 /// is not here, or when a key here is used nowhere in the kit.
 public enum CaregiverPushStringKey: String, Sendable, CaseIterable {
-    // The settings section (FR-001, T034).
+    // The settings section (見守りPush通知 and its toggle).
     case sectionTitle = "caregiver.settings.push.section.title"
     case toggleLabel = "caregiver.settings.push.toggle"
     case toggleHint = "caregiver.settings.push.toggle.hint"
     case stateOn = "caregiver.settings.push.enabled"
     case stateOff = "caregiver.settings.push.disabled"
     case permissionExplanation = "caregiver.settings.push.permission.explanation"
-    // The "更新中" overlay (FR-009).
+    // The "更新中" overlay while registering or unregistering.
     case overlayTitle = "caregiver.settings.push.overlay.title"
     case overlayLabel = "caregiver.settings.push.overlay.accessibility.label"
     // The error states and what each offers.
@@ -22,13 +22,13 @@ public enum CaregiverPushStringKey: String, Sendable, CaseIterable {
     case actionRetry = "caregiver.settings.push.action.retry"
     case actionSignIn = "caregiver.settings.push.action.signIn"
     case actionReportBug = "caregiver.settings.push.action.reportBug"
-    // Why push is OFF without the caregiver turning it off (US4-3 and the re-check on return to the foreground).
+    // Why push is OFF without the caregiver turning it off (a device the server disabled, and the re-check on return to the foreground).
     case offPermissionRevoked = "caregiver.settings.push.off.permissionRevoked"
     case offServerDisabled = "caregiver.settings.push.off.serverDisabled"
     case offOtherAccount = "caregiver.settings.push.off.otherAccount"
     // Sign-out when the server could not be told.
     case signOutUnregisterFailed = "caregiver.settings.push.signOut.unregisterFailed"
-    // The in-app banner (US3-4).
+    // The in-app banner for a push arriving in the foreground.
     case bannerLabel = "caregiver.push.banner.accessibility.label"
     case bannerHint = "caregiver.push.banner.accessibility.hint"
     // The server's notification text (DoseTakenMessage): held equal to the server's templates by a test.

@@ -50,7 +50,7 @@ public enum CaregiverPushSignOutOutcome: Sendable, Hashable {
     case forgottenLocally(CaregiverPushErrorState)
 }
 
-/// The caregiver's "見守りPush通知" toggle (seeds' T007/T029), for a SwiftUI settings screen. Replaces the app's
+/// The caregiver's "見守りPush通知" toggle, for a SwiftUI settings screen. Replaces the app's
 /// `CaregiverPushSettingsViewModel`.
 ///
 /// - ON: ``isUpdating`` → notification permission → FCM token → `push/register` → ``isPushEnabled`` (persisted).
@@ -82,7 +82,7 @@ public final class CaregiverPushSettingsModel {
         self.offReason = lifecycle.offReason
     }
 
-    /// Whether the screen shows the push section at all: caregiver mode only (T011, T035).
+    /// Whether the screen shows the push section at all: caregiver mode only (patient mode never registers).
     public var isAvailable: Bool { lifecycle.mode == .caregiver }
 
     /// The toggle's action. Returns when the change has succeeded or failed.
@@ -131,8 +131,8 @@ public final class CaregiverPushSettingsModel {
     /// in caregiver mode, in this order:
     /// 1. notification permission: revoked in the Settings app → OFF (``CaregiverPushOffReason/permissionRevoked``),
     ///    and the server is told (again at the next re-check if it could not be reached);
-    /// 2. the FCM token: changed, 30 days old, or its last registration failed → registered again (US4-2);
-    /// 3. the server's record of the token: disabled (FCM said `UNREGISTERED`…) → OFF with the reason (US4-3).
+    /// 2. the FCM token: changed, 30 days old, or its last registration failed → registered again;
+    /// 3. the server's record of the token: disabled (FCM said `UNREGISTERED`…) → OFF with the reason.
     @discardableResult
     public func recheck() async -> CaregiverPushRecheckOutcome {
         guard isAvailable, !isUpdating else { return .notApplicable }

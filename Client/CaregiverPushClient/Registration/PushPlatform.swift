@@ -25,7 +25,7 @@ public enum CaregiverPushPermissionStatus: Sendable, Hashable {
     case notDetermined
 }
 
-/// Which side of the app is signed in. Patient mode has no push settings and never registers (the seeds' T035).
+/// Which side of the app is signed in. Patient mode has no push settings and never registers.
 public enum CaregiverPushAppMode: Sendable, Hashable {
     case caregiver
     case patient

@@ -2,7 +2,7 @@ import CaregiverPushClient
 import Foundation
 import Testing
 
-/// The API client (T027) over real HTTP: the runner's answers decoded into typed errors, and the transport's failures.
+/// The API client over real HTTP: the runner's answers decoded into typed errors, and the transport's failures.
 @Suite("kit: the API client against the runner", .enabled(if: !ServerStack.unitOnly), .timeLimit(.minutes(2)))
 struct PushAPIClientTests {
     static func client(_ url: URL, bearer: String?, budget: CaregiverPushRequestBudget = .sc001) -> PushAPIClient {

@@ -13,7 +13,7 @@ final class FakePermission: NotificationPermission {
     /// What `notificationSettings()` reports; the Settings app's switch.
     var status: CaregiverPushPermissionStatus
     private(set) var requests = 0
-    /// Read at the moment permission is requested (the seeds check `isUpdating` there).
+    /// Read at the moment permission is requested (the toggle's cases check `isUpdating` there).
     var onRequest: () -> Void = {}
 
     init(granted: Bool) {
