@@ -70,7 +70,7 @@ minroot: deps
 
 ## make image: the container image (infra/docker/Dockerfile) with buildah, from the release artifacts (the zips of
 ## make release and a release runner), on the local minroot unless IMAGE_BASE names another base (e.g.
-## IMAGE_BASE=debian:bookworm-slim); tagged IMAGE_TAG (localhost/caregiver-push:latest). docs/deploy.md.
+## IMAGE_BASE=debian:12.11-slim); tagged IMAGE_TAG (localhost/caregiver-push:latest). docs/deploy.md.
 image: deps
 	scripts/image.sh
 

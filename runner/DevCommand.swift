@@ -169,9 +169,10 @@ struct DevCommand: AsyncParsableCommand {
                 medications: Dictionary(
                     uniqueKeysWithValues: demo.medications.map { ($0.key.rawValue, $0.value.uuidString.lowercased()) }),
                 prn: demo.prn.uuidString.lowercased(), today: demo.today))
-        // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen.
+        // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen; two warm workers per function
+        // rather than the table's concurrency (what `gateway serve` starts), which one person's requests never need.
         let options = GatewayServer.Options(
-            host: "127.0.0.1", port: port, mode: serveMode, debugHeaders: true, schedules: schedules,
+            host: "127.0.0.1", port: port, mode: serveMode, warmWorkers: 2, debugHeaders: true, schedules: schedules,
             additionalRoutes: { console.addRoutes(to: $0) })
         let server = try await DevStepError.step(
             "starting the runner", remedy: "read the error above (the FCM emulator's TLS files need `openssl`)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench's edit-loop section (issue 30): how long from saving a file to the first response that runs the new
+# make bench's edit-loop section: how long from saving a file to the first response that runs the new
 # code, under `runner dev` (cold mode, its source watcher), for an endpoint file (Functions/PushRegister/main.swift:
 # one function relinks) and a shared file (Shared/CaregiverPush/Function/CaregiverFunction.swift: the CaregiverPush
 # module recompiles and every function relinks); then where that time goes. Writes BENCH_DEV_OUTPUT (default
@@ -137,7 +137,7 @@ swift build --product push-register >/dev/null; t4=$(now)
 read -r module first rest noop < <(python3 -c "print(f'{$t1 - $t0:.1f} {$t2 - $t1:.1f} {$t3 - $t2:.1f} {$t4 - $t3:.1f}')")
 
 {
-    echo "# Edit loop (\`runner dev\`) — issue 30"
+    echo "# Edit loop (\`runner dev\`)"
     echo
     echo "Written by \`scripts/bench-dev.sh\` (\`make bench\`, or alone: \`scripts/bench-dev.sh\`) on $(date -u +%F)," \
         "$(nproc) cores, debug build, cold mode. Seconds from saving the file to the first response whose function" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The newcomer's check (issue 30): a fresh clone of this checkout (its tracked files as they are now) in a home directory closed to others,
+# The newcomer's check: a fresh clone of this checkout (its tracked files as they are now) in a home directory closed to others,
 # `make dev` there, and every line the banner prints must work. Uses the runner and functions this checkout built
 # (DEV_BIN_DIR), so that it checks paths, users and permissions rather than rebuilding everything.
 #

@@ -6,7 +6,7 @@
 #   2. The build context, .build/image/context/app: bin/<function> (each zip's bootstrap), bin/gateway, bin/lib/ (the
 #      zips' bundled libraries, plus the gateway's), infra/functions.json and migrations, certs/ca-certificates.crt.
 #   3. `buildah bud --isolation chroot` with BASE as the runtime base: IMAGE_BASE when given (e.g.
-#      debian:bookworm-slim, pulled as usual), else the debootstrap root of `make minroot` imported as
+#      debian:12.11-slim, pulled as usual), else the debootstrap root of `make minroot` imported as
 #      localhost/caregiver-push-minroot, so that the build needs nothing from outside.
 #
 # Tags IMAGE_TAG (default localhost/caregiver-push:latest) and prints its size and the time each step took.

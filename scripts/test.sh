@@ -20,7 +20,7 @@ POOLED_SUITES='ExecutableTests|PushRegistrationTests|RecordingPushTests|DurableP
 # parallel tests, kill tests' lock holders and probes), so clients queue for a server connection as in production.
 POOLED_POOL_SIZE=4
 
-# Each step's wall time, listed at the end of a whole run: where make test's time goes (issue 30).
+# Each step's wall time, listed at the end of a whole run: where make test's time goes (docs/development.md#tests).
 PHASES_FILE=${PHASES_FILE:-$(mktemp /tmp/caregiver-push-test-phases.XXXXXX)}
 export PHASES_FILE
 phase() {

@@ -15,7 +15,9 @@ package struct GatewayServer: Sendable {
         var host = "127.0.0.1"
         var port = 3000
         var mode = Gateway.Mode.cold
-        var warmWorkers = 2
+        /// Warm workers per function, at most its `concurrency`; `nil`: its `concurrency`
+        /// (``GatewayServer/warmPoolSize(of:requested:)``).
+        var warmWorkers: Int?
         /// Lowers every function's body limit (`maxBodyBytes` in the function table, 16 KiB by default).
         var maxBody: Int?
         var queueTimeout: Duration = .seconds(2)
@@ -26,7 +28,7 @@ package struct GatewayServer: Sendable {
         var additionalRoutes: (@Sendable (Router<GatewayContext>) -> Void)?
 
         package init(
-            host: String = "127.0.0.1", port: Int = 3000, mode: Gateway.Mode = .cold, warmWorkers: Int = 2,
+            host: String = "127.0.0.1", port: Int = 3000, mode: Gateway.Mode = .cold, warmWorkers: Int? = nil,
             maxBody: Int? = nil, queueTimeout: Duration = .seconds(2), debugHeaders: Bool = false,
             limits: HTTPLimits = HTTPLimits(), schedules: Scheduler.Setting = .table,
             additionalRoutes: (@Sendable (Router<GatewayContext>) -> Void)? = nil
@@ -55,6 +57,13 @@ package struct GatewayServer: Sendable {
     let options: Options
     let logger: Logger
 
+    /// How many warm workers `function` gets: its `concurrency` from the function table — as many as may run at once,
+    /// as Lambda runs up to the reserved concurrency — or fewer when `--warm-workers` asks for fewer (tests, a
+    /// developer's machine). Never more: a worker beyond the cap would only hold a process and a connection.
+    package static func warmPoolSize(of function: FunctionTable.Function, requested: Int?) -> Int {
+        max(1, min(requested ?? function.concurrency, function.concurrency))
+    }
+
     /// - Parameter extensions: what the developer's tools serve beside the functions (none in production).
     package static func make(
         table: FunctionTable, binDirectory: URL, options: Options, extensions: [any GatewayExtension] = [],
@@ -69,7 +78,7 @@ package struct GatewayServer: Sendable {
             for function in table.functions
             where function.routeKey != nil || (function.schedule != nil && options.schedules != .off) {
                 pools[function.name] = WarmPool(
-                    function: function, size: min(options.warmWorkers, function.concurrency),
+                    function: function, size: Self.warmPoolSize(of: function, requested: options.warmWorkers),
                     binDirectory: binDirectory,
                     directory: workers, logger: logger)
             }

@@ -17,8 +17,12 @@ package struct ServeOptions: ParsableArguments {
     @Option(help: "cold: one process per request; warm: long-lived workers on the Lambda Runtime API.")
     var mode: String = "cold"
 
-    @Option(help: "Warm workers per function.")
-    var warmWorkers: Int = 2
+    @Option(
+        help: """
+            Warm workers per function, at most its concurrency in the function table (default: its concurrency, \
+            so that as many invocations run at once as the table allows).
+            """)
+    var warmWorkers: Int?
 
     @Option(
         help: """
@@ -54,6 +58,7 @@ package struct ServeOptions: ParsableArguments {
         logger[metadataKey: "function"] = .string(label)
         guard let mode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
         if let maxBody, maxBody <= 0 { throw ValidationError("--max-body must be positive") }
+        if let warmWorkers, warmWorkers <= 0 { throw ValidationError("--warm-workers must be positive") }
         let table = try infra.functionTable()
         let binDirectory = infra.binaryDirectory()
         let schedules = try schedules.setting()

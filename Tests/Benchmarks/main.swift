@@ -49,7 +49,7 @@ do {
         exit(0)
     }
 
-    // `BENCH_ONLY=push`: the fan-out by device count and the sweep's backlog throughput (issue 29), nothing else.
+    // `BENCH_ONLY=push`: the fan-out by device count and the sweep's backlog throughput (docs/behaviour.md#sweep), nothing else.
     if environment["BENCH_ONLY"] == "push" {
         let rows = try FanOutBenchmark(
             databaseURL: databaseURL, deviceCounts: [1, 10, 100, 250, 1000], repetitions: 5, delayMilliseconds: delay,

@@ -229,6 +229,21 @@ def main():
     api = next(r for r in sam["Resources"].values() if r.get("Type") == "AWS::Serverless::HttpApi")
     route = api["Properties"].get("DefaultRouteSettings", {})
     check("ThrottlingBurstLimit" in route and "ThrottlingRateLimit" in route, "the HTTP API has no default throttling")
+    # Access logging on, in a form that cannot log a token or a body: only $context variables of this list (no
+    # $request.header/body/querystring, no authorizer claims, no $input), and the line is JSON.
+    access = api["Properties"].get("AccessLogSettings", {})
+    check(access.get("DestinationArn") and access.get("Format"), "the HTTP API's access logging is off")
+    access_format = str(access.get("Format", ""))
+    logged = set(re.findall(r"\$[A-Za-z][\w.]*", access_format))
+    allowed = {"$context.requestId", "$context.requestTime", "$context.identity.sourceIp", "$context.httpMethod",
+               "$context.routeKey", "$context.status", "$context.responseLength", "$context.responseLatency",
+               "$context.integrationLatency", "$context.integrationStatus", "$context.error.message"}
+    check(logged and logged <= allowed, f"the access log names {sorted(logged - allowed)}, which may carry a token, "
+                                        "a body or a query string")
+    try:
+        json.loads(access_format)
+    except ValueError:
+        check(False, "the access log format is not one JSON line")
 
     # Each function's secrets: the ARNs it gets are exactly the ones its policy may read.
     for name, (logical_id, properties) in functions.items():
@@ -258,6 +273,32 @@ def main():
     owner_readers = [n for n, (_, p) in functions.items() if MIGRATOR_DATABASE_PARAMETER in json.dumps(p, default=str)]
     check(owner_readers == ["db-migrate"], f"the owner's secret is read by {owner_readers}, not db-migrate alone")
 
+    # docs/deploy.md's `sam deploy` as a team copies it: every override is a parameter of the template, every parameter
+    # without a default is given, and each value fits its parameter (AllowedPattern, AllowedValues), with the
+    # documented `<placeholder>`s filled in by digits. And the concurrency quota the account needs, as documented.
+    deploy = re.search(r"sam deploy --template-file infra/aws/template.yaml [\s\S]*?--parameter-overrides ([\s\S]*?)\n```", docs)
+    check(deploy, "docs/deploy.md has no `sam deploy … --parameter-overrides` command")
+    if deploy:
+        overrides = dict(word.split("=", 1) for word in deploy.group(1).replace("\\\n", " ").split() if "=" in word)
+        unknown = set(overrides) - set(parameters)
+        check(not unknown, f"the documented sam deploy sets {sorted(unknown)}, which the template does not have")
+        required = {name for name, p in parameters.items() if "Default" not in p}
+        check(required <= set(overrides), f"the documented sam deploy leaves out {sorted(required - set(overrides))}")
+        for name, value in overrides.items():
+            parameter = parameters.get(name, {})
+            if "AllowedPattern" in parameter:
+                pattern = parameter["AllowedPattern"].removeprefix("^").removesuffix("$")
+                # `<account>`: any account the pattern names (AWS's own, for the extension layer), else any account.
+                accounts = re.findall(r"\d{12}", pattern) or ["123456789012"]
+                fills = [re.sub(r"<[a-z-]+>", "1", value.replace("<account>", account)) for account in accounts]
+                check(any(re.fullmatch(pattern, filled) for filled in fills),
+                      f"the documented {name}={value} does not match the template's pattern")
+            if "AllowedValues" in parameter:
+                check(value in parameter["AllowedValues"], f"the documented {name}={value} is not allowed")
+    reserved = sum(f["concurrency"] for f in table)
+    check(f"— {reserved} —" in docs and f"at least {reserved + 100} per region" in docs,
+          f"docs/deploy.md does not say the template reserves {reserved} and the account needs {reserved + 100}")
+
     # Knative: every deployable variable an env entry; the table's limits; probes; security.
     spec = service["spec"]["template"]["spec"]
     container = spec["containers"][0]
@@ -281,7 +322,8 @@ def main():
                            ("cronjob", cron["spec"]["jobTemplate"]["spec"]["template"]["spec"],
                             cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0])]:
         security = box.get("securityContext", {})
-        check(pod.get("securityContext", {}).get("runAsNonRoot") is True, f"{what}: runAsNonRoot is not set")
+        check(security.get("runAsNonRoot") is True or pod.get("securityContext", {}).get("runAsNonRoot") is True,
+              f"{what}: runAsNonRoot is not set")
         check(security.get("allowPrivilegeEscalation") is False, f"{what}: privilege escalation is allowed")
         check(security.get("readOnlyRootFilesystem") is True, f"{what}: the root file system is writable")
         check(security.get("capabilities", {}).get("drop") == ["ALL"], f"{what}: capabilities are not all dropped")
@@ -318,6 +360,10 @@ def main():
     check(re.search(r"^ARG BASE=", dockerfile, re.M) and re.search(r"^FROM \$\{BASE\}", dockerfile, re.M),
           "the Dockerfile's base is not the BASE build argument")
     check(re.search(r"^USER (?!0|root)\d+", dockerfile, re.M), "the image does not run as a numeric non-root user")
+    # The default base is a point release (optionally by digest), never `latest` or a codename that moves.
+    base = re.search(r"^ARG BASE=(\S+)", dockerfile, re.M)
+    check(base and re.fullmatch(r"debian:\d+\.\d+-slim(@sha256:[0-9a-f]{64})?", base.group(1)),
+          f"the Dockerfile's default base {base.group(1) if base else None} is not a pinned Debian point release")
     products = re.findall(r'\("([a-z-]+)", "[A-Za-z]+"\)', manifest)
     image_script = open("scripts/image.sh").read()
     staged = subprocess.run(
@@ -344,8 +390,16 @@ def main():
     check_operator_inputs(parameters)
     check_edge(sam, parameters)
 
-    for line in env_size_report():
+    lines, now = env_size_report()
+    for line in lines:
         print(line)
+    # deploy.md's table of environment sizes says what this computes (the "now" columns), for every function.
+    documented = {}
+    for row in re.findall(r"^\| ([a-z, -]+) \| \d+ \| \d+[^|]* \| (\d+) \| (\d+) \|$", docs, re.M):
+        for name in row[0].split(", "):
+            documented[name] = (int(row[1]), int(row[2]))
+    computed = {name: (now[False][name], now[True][name]) for name in now[False]}
+    check(documented == computed, f"docs/deploy.md's environment sizes {documented} are not the template's {computed}")
     for message in failures:
         print(f"descriptors: {message}", file=sys.stderr)
     print(f"{passed} passed, {len(failures)} failed")
@@ -514,7 +568,7 @@ def env_sizes(path, samples, inline_jwks):
 def env_size_report():
     before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
     samples = sample_values()
-    lines = []
+    lines, now = [], {}
     for label, path in ([("before", before)] if before else []) + [("now", "infra/aws/template.yaml")]:
         for jwks in (False, True):
             sizes = env_sizes(path, samples, jwks)
@@ -523,7 +577,8 @@ def env_size_report():
                          + ", ".join(f"{name} {size}" for name, size in sizes.items()))
             if label == "now":
                 check(max(sizes.values()) < 4096, f"a function's environment reaches Lambda's 4 KB: {sizes}")
-    return lines
+                now[jwks] = sizes
+    return lines, now
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// HTTP/2 fan-out that really multiplexes (issue 29): the transfers of a batch wait for a connection that can carry
+/// HTTP/2 fan-out that really multiplexes (docs/behaviour.md#sending): the transfers of a batch wait for a connection that can carry
 /// them as streams instead of each opening its own, and a batch larger than one connection's 100 streams opens just
 /// the connections it needs, all in flight at once. Checked against the FCM emulator's own count of connections
 /// and against nghttpx, a TLS + HTTP/2 front that is not ours, through the built `dose-record`.

@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// The seeds' US2 scenarios end to end: fixture events through the built recording functions, the push through
+/// A recorded dose and its push, end to end (docs/behaviour.md#push): fixture events through the built recording functions, the push through
 /// the FCM fake, the database checked afterwards.
 @Suite("recording functions and their push, end to end")
 struct RecordingPushTests {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// `push-sweep` draining a backlog at quota speed (issue 29): it leases the next batch while earlier sends are still
+/// `push-sweep` draining a backlog at quota speed (docs/behaviour.md#sweep): it leases the next batch while earlier sends are still
 /// in flight instead of waiting for each batch, never starts more than `PUSH_SWEEP_SEND_RATE` sends a second, and
 /// sends each delivery exactly once — through the built executable and the FCM emulator over TLS + HTTP/2.
 @Suite("push-sweep: pipelined and paced")

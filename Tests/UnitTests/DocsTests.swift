@@ -102,6 +102,35 @@ struct DocsTests {
         #expect(hits.isEmpty, "cite docs/behaviour.md#anchor instead: \(hits)")
     }
 
+    /// A design document's task, story or requirement id, or an issue number: neither is in the repository, so a
+    /// reader cannot follow it. The behaviour is named in the project's own words (a docs/behaviour.md anchor).
+    static var outsideReference: Regex<Substring> {
+        /\b(?:US\d+(?:-\d+)?|T\d{3}|(?:NFR|FR|SC)-\d{3})\b|\b[Ii]ssue #?\d+/
+    }
+
+    @Test("no document, and no comment in the sources and scripts, cites a task id or an issue number")
+    func noOutsideReferences() throws {
+        var hits: [String] = []
+        for file in try Self.textFiles() {
+            let all = file.text.split(separator: "\n")
+            let comment: String
+            if file.path.hasSuffix(".md") {
+                comment = ""
+            } else if file.path.hasSuffix(".swift") {
+                comment = "//"
+            } else if [".sh", ".py"].contains(where: file.path.hasSuffix) || file.path == "Makefile" {
+                comment = "#"
+            } else {
+                continue
+            }
+            let lines = all.filter { $0.trimmingPrefix(while: \.isWhitespace).hasPrefix(comment) }
+            for line in lines where line.contains(Self.outsideReference) {
+                hits.append("\(file.path): \(line.trimmingPrefix(while: \.isWhitespace).prefix(100))")
+            }
+        }
+        #expect(hits.isEmpty, "name the behaviour (a behaviour.md anchor) instead:\n\(hits.joined(separator: "\n"))")
+    }
+
     @Test("every docs/behaviour.md#anchor cited anywhere, and every #anchor inside it, exists")
     func behaviourAnchorsResolve() throws {
         let behaviour = try Self.read("docs/behaviour.md")

@@ -1,6 +1,6 @@
 import Foundation
 
-/// How long one toggle may take, from tap to state: SC-001 gives the caregiver 5 seconds, so each call of the API
+/// How long one toggle may take, from tap to state: the caregiver is promised 5 seconds, so each call of the API
 /// client is bounded by ``total``, split into attempts of at most ``attemptTimeout``, with a retry after a transport
 /// failure or a 5xx only while the budget lasts. Register and unregister are idempotent on the server, so a retry
 /// never registers twice.
@@ -18,7 +18,7 @@ public struct CaregiverPushRequestBudget: Sendable, Hashable {
         self.retryDelay = retryDelay
     }
 
-    /// SC-001: 5 s in all, 2 s per attempt, so that a lost first attempt still leaves a whole second one and the
+    /// The toggle's budget: 5 s in all, 2 s per attempt, so that a lost first attempt still leaves a whole second one and the
     /// screen its state before the 5 s are up. Whole seconds: URLSession on Linux (libcurl) rounds a timeout down to
     /// one, and the kit behaves the same on both.
     public static let sc001 = CaregiverPushRequestBudget(total: 5, attemptTimeout: 2)

@@ -34,7 +34,7 @@ public enum CaregiverPushDeepLink {
         return CaregiverPushDeepLinkTarget(dateKey: String(parts[1]), slot: slot)
     }
 
-    /// A tapped notification of either kind (seeds' T031): a `userInfo` with a `type` key is a remote push and is
+    /// A tapped notification of either kind: a `userInfo` with a `type` key is a remote push and is
     /// read only as one; anything else is read by its request identifier.
     public static func target(userInfo: [AnyHashable: Any], identifier: String) -> CaregiverPushDeepLinkTarget? {
         isRemotePush(userInfo) ? target(remotePush: userInfo) : target(localIdentifier: identifier)

@@ -1,7 +1,7 @@
 import Foundation
 import Observation
 
-/// The app's pending navigation from a tapped notification or in-app banner (seeds' T030–T033). Replaces the push
+/// The app's pending navigation from a tapped notification or in-app banner. Replaces the push
 /// half of the app's Combine-based `NotificationDeepLinkRouter`.
 ///
 /// Every tap goes to ``route(_:)``: a cold start (the tap arrives before any view exists), a tap while the app is in
@@ -31,7 +31,7 @@ public final class CaregiverPushDeepLinkRouter {
         route(CaregiverPushDeepLink.target(userInfo: userInfo, identifier: identifier))
     }
 
-    /// Routes a remote `DOSE_TAKEN` push only (the seeds' T030 name); anything else leaves ``pending`` as it was.
+    /// Routes a remote `DOSE_TAKEN` push only (the app's name for it); anything else leaves ``pending`` as it was.
     @discardableResult
     public func routeFromRemotePush(userInfo: [AnyHashable: Any]) -> Bool {
         route(CaregiverPushDeepLink.target(remotePush: userInfo))

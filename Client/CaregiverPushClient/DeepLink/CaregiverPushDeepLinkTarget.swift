@@ -2,7 +2,7 @@ import Foundation
 
 /// Where a tapped notification leads: one patient's History, at one Tokyo date and slot.
 ///
-/// Replaces the app's `NotificationDeepLinkTarget` for pushes; it adds ``patientID`` (FR-006), so that a caregiver
+/// Replaces the app's `NotificationDeepLinkTarget` for pushes; it adds ``patientID`` (the push payload's `patientId`), so that a caregiver
 /// of two patients lands on the right patient's History.
 public struct CaregiverPushDeepLinkTarget: Hashable, Sendable {
     /// The patient the dose belongs to; `nil` for the app's local reminders and for a push without `patientId` (an

@@ -1,5 +1,5 @@
 /// The settings screen's words in one language, with the VoiceOver labels and hints of the toggle and the overlay:
-/// the view reads every user-facing string of the push flow from here (T034, NFR-004).
+/// the view reads every user-facing string of the push flow from here (ja and en, VoiceOver labels and hints).
 ///
 /// ```swift
 /// Section(text.sectionTitle) {

@@ -1,7 +1,7 @@
 import Foundation
 import Observation
 
-/// Keeps the server's record of this phone's FCM token current (seeds' T026; the 004 checklist's §19 and §22 gates).
+/// Keeps the server's record of this phone's FCM token current (docs/app-integration.md, the token lifecycle's gates).
 ///
 /// On launch and on every token refresh callback, while the caregiver has push turned on, it registers when
 /// - the token differs from the last one registered (or the environment does), or

@@ -3,7 +3,7 @@ import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
-/// SC-001 (5 s from tap to state) and FR-009 (the overlay covers the registration): measured against the real
+/// The 5 s from tap to state, and the overlay covering the registration: measured against the real
 /// runner (warm, so that a function's cold start does not count) behind an injected slow network (``SlowProxy``).
 /// The timings are taken off the main actor, where the other suites' work cannot delay them.
 @Suite(

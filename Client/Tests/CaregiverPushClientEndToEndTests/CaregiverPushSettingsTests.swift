@@ -3,10 +3,10 @@ import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
-/// The seeds' T007 cases, verbatim, with fakes for permission, token and store only: `push/register` and
+/// The toggle's six cases, with fakes for permission, token and store only: `push/register` and
 /// `push/unregister` go over HTTP to a real `runner serve`, and the test reads what they did from PostgreSQL.
 ///
-/// Serialized: T007 fixes the token to "test-token", and the server hands a token registered by one caregiver over
+/// Serialized: the cases fix the token to "test-token", and the server hands a token registered by one caregiver over
 /// to the next (`TOKEN_REASSIGNED`), so two of these at once would disturb each other's rows.
 @MainActor
 @Suite("kit: the push toggle (T007)", .serialized, .timeLimit(.minutes(2)))

@@ -3,7 +3,7 @@ import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
-/// T011/T035 and sign-out: patient mode has no push settings and never registers; signing out unregisters first
+/// Patient mode and sign-out: patient mode has no push settings and never registers; signing out unregisters first
 /// and forgets local state even when the server cannot be reached, and says so.
 @MainActor
 @Suite("kit: patient mode and sign-out", .timeLimit(.minutes(2)))

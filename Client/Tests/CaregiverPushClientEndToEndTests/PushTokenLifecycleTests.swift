@@ -3,7 +3,7 @@ import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
-/// The token-lifecycle gates of the 004 checklist (§19, §22) and the seeds' T026, against a real `runner serve`.
+/// The token lifecycle's gates (docs/app-integration.md), against a real `runner serve`.
 @MainActor
 @Suite("kit: token lifecycle (004 gates)", .timeLimit(.minutes(2)))
 struct PushTokenLifecycleTests {

@@ -3,7 +3,7 @@ import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
-/// US4-2 and US4-3: on launch and on every return to the foreground the app re-checks permission, token and the
+/// A changed token and a device the server disabled: on launch and on every return to the foreground the app re-checks permission, token and the
 /// server's record of the phone, against a real runner, PostgreSQL and the FCM emulator.
 @MainActor
 @Suite(
@@ -102,7 +102,7 @@ struct RecheckTests {
         #expect(await app.settings.recheck() == .turnedOff(.serverDisabled))
         #expect(!app.settings.isPushEnabled && app.settings.offReason == .serverDisabled)
         #expect(app.store.values[PushTokenLifecycle.StateKey.registeredToken] == nil)
-        // US4-3: turning it on again registers (FCM has issued a new token meanwhile).
+        // A disabled device: turning it on again registers (FCM has issued a new token meanwhile).
         app.tokenSource.token = makeDeviceToken()
         await app.settings.setPushEnabled(true)
         #expect(app.settings.isPushEnabled && app.settings.offReason == nil)

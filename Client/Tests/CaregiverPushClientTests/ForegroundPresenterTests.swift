@@ -2,7 +2,7 @@ import CaregiverPushClient
 import Foundation
 import Testing
 
-/// US3-4 and the edge case "app foregrounded when push arrives": what a push shows in the foreground, and that a tap
+/// The in-app banner and the edge case "app foregrounded when push arrives": what a push shows in the foreground, and that a tap
 /// on the in-app banner routes exactly as a tap on the system notification.
 @MainActor
 @Suite("kit: foreground presentation")

@@ -2,7 +2,7 @@ import CaregiverPushClient
 import Foundation
 import Testing
 
-/// The seeds' T008 cases, verbatim, then what they leave out: malformed dates and values that are not strings.
+/// The six routing cases, then what they leave out: malformed dates and values that are not strings.
 @MainActor
 @Suite("kit: push deep links (T008)")
 struct PushDeepLinkTests {
@@ -138,7 +138,7 @@ struct PushDeepLinkTests {
     }
 }
 
-/// FR-006: the target carries the patient, and routing says which patient to select before opening date and slot.
+/// The target carries the patient, and routing says which patient to select before opening date and slot.
 @MainActor
 @Suite("kit: deep links to the right patient")
 struct PatientRoutingTests {

@@ -2,7 +2,7 @@ import CaregiverPushClient
 import Foundation
 import Testing
 
-/// NFR-004 and T034: every user-facing string of the flow comes from the catalog, in Japanese and English, and the
+/// Localized and accessible: every user-facing string of the flow comes from the catalog, in Japanese and English, and the
 /// catalog holds nothing the kit does not use.
 @Suite("kit: the string catalog")
 struct StringCatalogTests {

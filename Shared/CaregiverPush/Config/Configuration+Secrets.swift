@@ -8,7 +8,7 @@ import FunctionRuntime
 ///
 /// | Variable                          | Supplies                   | Secret's `SecretString`                           |
 /// |-----------------------------------|----------------------------|---------------------------------------------------|
-/// | `DATABASE_SECRET_ARN`             | `DATABASE_URL`             | a libpq URL, or RDS's JSON (`username`, `host`, …) |
+/// | `DATABASE_SECRET_ARN`             | `DATABASE_URL`             | a URL, or JSON: `username`, `password`, `host`    |
 /// | `SUPABASE_JWT_SECRET_ARN`         | `SUPABASE_JWT_SECRET`      | the HS256 secret                                  |
 /// | `FCM_SERVICE_ACCOUNT_SECRET_ARN`  | `FCM_SERVICE_ACCOUNT_JSON` | the key file's JSON, or its base64                |
 ///
@@ -67,9 +67,10 @@ extension Configuration {
         return (resolved, errors)
     }
 
-    /// The libpq URL in a database secret: a URL as it is, or the JSON that RDS-managed secrets and Secrets
-    /// Manager's rotation functions write (`{"engine","host","port","username","password","dbname",…}`), with
-    /// user and password percent-encoded. TLS settings (`sslmode`, `sslrootcert`) then come from libpq's own
+    /// The libpq URL in a database secret: a URL as it is, or a JSON object with `username`, `password` and `host`
+    /// (`port`, `dbname` optional: the shape Secrets Manager's RDS rotation functions keep), with user and password
+    /// percent-encoded. The secret RDS manages for a master password has no `host`, so it is refused
+    /// (docs/deploy.md#secret-database). TLS settings (`sslmode`, `sslrootcert`) then come from libpq's own
     /// `PGSSLMODE` / `PGSSLROOTCERT` variables, which are not secret.
     static func databaseURL(fromSecret value: String) -> String? {
         if value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") { return value }
