@@ -21,5 +21,5 @@ public struct CaregiverPushRequestBudget: Sendable, Hashable {
     /// The toggle's budget: 5 s in all, 2 s per attempt, so that a lost first attempt still leaves a whole second one and the
     /// screen its state before the 5 s are up. Whole seconds: URLSession on Linux (libcurl) rounds a timeout down to
     /// one, and the kit behaves the same on both.
-    public static let sc001 = CaregiverPushRequestBudget(total: 5, attemptTimeout: 2)
+    public static let standard = CaregiverPushRequestBudget(total: 5, attemptTimeout: 2)
 }

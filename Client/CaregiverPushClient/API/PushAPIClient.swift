@@ -3,7 +3,7 @@
 #endif
 import Foundation
 
-/// `POST /api/push/register` and `POST /api/push/unregister` for the signed-in caregiver (seeds' T027). Replaces the
+/// `POST /api/push/register` and `POST /api/push/unregister` for the signed-in caregiver. Replaces the
 /// app's `APIClient.registerPushDevice` / `unregisterPushDevice`.
 ///
 /// Each call takes a fresh bearer token from `accessToken` (the caregiver's Supabase access token), sends JSON, and
@@ -23,14 +23,15 @@ public struct PushAPIClient: PushAPI {
 
     /// - Parameters:
     ///   - baseURL: the API's origin, e.g. `https://api.example.com` (the paths start with `/api/push/`).
-    ///   - budget: how long a call may take, retries included (SC-001's 5 s by default).
+    ///   - budget: how long a call may take, retries included (``CaregiverPushRequestBudget/standard``, 5 s, by
+    ///     default).
     ///   - refreshedAccessToken: after a 401, a bearer token from a session the app has just refreshed (Supabase's
     ///     `refreshSession()`); the call is tried once more with it. Throwing, or `nil` (no refresh), means sign in
     ///     again (``PushAPIError/signInRequired``).
     ///   - accessToken: the caregiver's current bearer token; throwing means there is no session
     ///     (``PushAPIError/signInRequired``).
     public init(
-        baseURL: URL, budget: CaregiverPushRequestBudget = .sc001,
+        baseURL: URL, budget: CaregiverPushRequestBudget = .standard,
         refreshedAccessToken: (@Sendable () async throws -> String)? = nil,
         accessToken: @escaping @Sendable () async throws -> String
     ) {

@@ -15,7 +15,7 @@ public struct CaregiverPushSystemPresentation: OptionSet, Sendable, Hashable {
     public static let system: Self = [.banner, .list, .sound]
 }
 
-/// The in-app banner for a `DOSE_TAKEN` push that arrived in the foreground (US3-4), with its VoiceOver text.
+/// The in-app banner for a `DOSE_TAKEN` push that arrived in the foreground, with its VoiceOver text.
 public struct CaregiverPushBanner: Identifiable, Sendable, Hashable {
     public let id: UUID
     /// The push's own title and body (the server's text, `aps.alert`); the catalog's title when it had none.
@@ -75,7 +75,7 @@ public struct CaregiverPushForegroundDecision: Sendable, Hashable {
     }
 }
 
-/// Decides what a push arriving in the foreground shows (US3-4, the seeds' T031 `willPresent`), and routes a tap on
+/// Decides what a push arriving in the foreground shows (the app delegate's `willPresent`), and routes a tap on
 /// the in-app banner exactly as a tap on a system notification. Replaces the `willPresent` half of the app's
 /// `NotificationCoordinator` and its `bannerPresenter.handleRemotePush`.
 ///

@@ -4,14 +4,14 @@
 public enum CaregiverPushStringKey: String, Sendable, CaseIterable {
     // The caregiver's Settings tab that holds the section.
     case settingsTab = "caregiver.tabs.settings"
-    // The settings section (FR-001, T034).
+    // The settings section: its title, the toggle, its states and the permission's explanation.
     case sectionTitle = "caregiver.settings.push.section.title"
     case toggleLabel = "caregiver.settings.push.toggle"
     case toggleHint = "caregiver.settings.push.toggle.hint"
     case stateOn = "caregiver.settings.push.enabled"
     case stateOff = "caregiver.settings.push.disabled"
     case permissionExplanation = "caregiver.settings.push.permission.explanation"
-    // The "更新中" overlay (FR-009).
+    // The "更新中" overlay that blocks the screen while a change is in flight.
     case overlayTitle = "caregiver.settings.push.overlay.title"
     case overlayLabel = "caregiver.settings.push.overlay.accessibility.label"
     // The error alert: its title, the error state's sentence and action, and a button that only closes it.
@@ -27,13 +27,14 @@ public enum CaregiverPushStringKey: String, Sendable, CaseIterable {
     case actionRetry = "caregiver.settings.push.action.retry"
     case actionSignIn = "caregiver.settings.push.action.signIn"
     case actionReportBug = "caregiver.settings.push.action.reportBug"
-    // Why push is OFF without the caregiver turning it off (US4-3 and the re-check on return to the foreground).
+    // Why push is OFF without the caregiver turning it off (found by the re-check on launch and on return to the
+    // foreground).
     case offPermissionRevoked = "caregiver.settings.push.off.permissionRevoked"
     case offServerDisabled = "caregiver.settings.push.off.serverDisabled"
     case offOtherAccount = "caregiver.settings.push.off.otherAccount"
     // Sign-out when the server could not be told.
     case signOutUnregisterFailed = "caregiver.settings.push.signOut.unregisterFailed"
-    // The in-app banner (US3-4).
+    // The in-app banner for a push arriving in the foreground.
     case bannerLabel = "caregiver.push.banner.accessibility.label"
     case bannerHint = "caregiver.push.banner.accessibility.hint"
     // The server's notification text (DoseTakenMessage): held equal to the server's templates by a test.

@@ -50,7 +50,7 @@ public enum CaregiverPushSignOutOutcome: Sendable, Hashable {
     case forgottenLocally(CaregiverPushErrorState)
 }
 
-/// The caregiver's "見守りPush通知" toggle (seeds' T007/T029), for a SwiftUI settings screen. Replaces the app's
+/// The caregiver's "見守りPush通知" toggle, for a SwiftUI settings screen. Replaces the app's
 /// `CaregiverPushSettingsViewModel`.
 ///
 /// - ON: ``isUpdating`` → notification permission → FCM token → `push/register` → ``isPushEnabled`` (persisted); from
@@ -83,18 +83,18 @@ public final class CaregiverPushSettingsModel {
     /// Whether the FCM token of the change in flight has arrived (which failure a deadline is).
     @ObservationIgnored private var tokenArrived = false
 
-    /// - Parameter budget: SC-001's 5 s by default; the overlay is up for at most that long after the permission
-    ///   prompt (whose answer is the caregiver's time, not the kit's).
+    /// - Parameter budget: ``CaregiverPushRequestBudget/standard`` (5 s) by default; the overlay is up for at most
+    ///   that long after the permission prompt (whose answer is the caregiver's time, not the kit's).
     public init(
         lifecycle: PushTokenLifecycle, permission: any NotificationPermission,
-        budget: CaregiverPushRequestBudget = .sc001
+        budget: CaregiverPushRequestBudget = .standard
     ) {
         self.lifecycle = lifecycle
         self.permission = permission
         self.budget = budget
     }
 
-    /// Whether the screen shows the push section at all: caregiver mode only (T011, T035). Observable: it follows
+    /// Whether the screen shows the push section at all: caregiver mode only. Observable: it follows
     /// ``PushTokenLifecycle/setMode(_:)``.
     public var isAvailable: Bool { lifecycle.mode.isCaregiver }
 
@@ -151,8 +151,8 @@ public final class CaregiverPushSettingsModel {
     /// in caregiver mode, in this order:
     /// 1. notification permission: revoked in the Settings app → OFF (``CaregiverPushOffReason/permissionRevoked``),
     ///    and the server is told (again at the next re-check if it could not be reached);
-    /// 2. the FCM token: changed, 30 days old, or its last registration failed → registered again (US4-2);
-    /// 3. the server's record of the token: disabled (FCM said `UNREGISTERED`…) → OFF with the reason (US4-3).
+    /// 2. the FCM token: changed, 30 days old, or its last registration failed → registered again;
+    /// 3. the server's record of the token: disabled (FCM said `UNREGISTERED`…) → OFF with the reason.
     @discardableResult
     public func recheck() async -> CaregiverPushRecheckOutcome {
         guard isAvailable, !isUpdating else { return .notApplicable }

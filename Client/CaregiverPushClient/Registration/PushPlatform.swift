@@ -25,8 +25,8 @@ public enum CaregiverPushPermissionStatus: Sendable, Hashable {
     case notDetermined
 }
 
-/// Which side of the app is signed in, and as whom. Only caregiver mode registers; patient mode has no push settings
-/// (the seeds' T035), and a kit nobody told about the session is signed out.
+/// Which side of the app is signed in, and as whom. Only caregiver mode registers; patient mode has no push settings,
+/// and a kit nobody told about the session is signed out.
 public enum CaregiverPushAppMode: Sendable, Hashable {
     /// A caregiver, by their account id (the Supabase user id): the kit's stored push state belongs to them.
     case caregiver(UUID)

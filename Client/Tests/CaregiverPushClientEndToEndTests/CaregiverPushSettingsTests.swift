@@ -9,9 +9,9 @@ import Testing
 /// Serialized: the cases fix the token to "test-token", and the server hands a token registered by one caregiver over
 /// to the next (`TOKEN_REASSIGNED`), so two of these at once would disturb each other's rows.
 @MainActor
-@Suite("kit: the push toggle (T007)", .serialized, .timeLimit(.minutes(2)))
+@Suite("kit: the push toggle", .serialized, .timeLimit(.minutes(2)))
 struct CaregiverPushSettingsTests {
-    @Test("T007 (1): initially isPushEnabled = false (default OFF) and isUpdating = false")
+    @Test("initially isPushEnabled = false (default OFF) and isUpdating = false")
     func initialState() throws {
         let app = CaregiverApp(baseURL: try SilentListener().url)
         #expect(app.settings.isPushEnabled == false)
@@ -20,7 +20,7 @@ struct CaregiverPushSettingsTests {
     }
 
     @Test(
-        "T007 (2): toggle ON → updating, permission granted, token test-token registered with platform and environment → ON"
+        "toggle ON → updating, permission granted, token test-token registered with platform and environment → ON"
     )
     func toggleOn() async throws {
         let server = try RunnerServer.forClient()
@@ -44,7 +44,7 @@ struct CaregiverPushSettingsTests {
         #expect(app.store.values[PushTokenLifecycle.StateKey.isPushEnabled] == "true")
     }
 
-    @Test("T007 (3): toggle OFF → updating, unregister with the token → OFF")
+    @Test("toggle OFF → updating, unregister with the token → OFF")
     func toggleOff() async throws {
         let server = try RunnerServer.forClient()
         let app = CaregiverApp(baseURL: server.baseURL, token: "test-token")
@@ -65,7 +65,7 @@ struct CaregiverPushSettingsTests {
     }
 
     @Test(
-        "T007 (4): permission denied → stays OFF with a message; nothing stored, no token asked for, nothing sent")
+        "permission denied → stays OFF with a message; nothing stored, no token asked for, nothing sent")
     func permissionDenied() async throws {
         let server = try RunnerServer.forClient()
         let app = CaregiverApp(baseURL: server.baseURL, granted: false)
@@ -80,7 +80,7 @@ struct CaregiverPushSettingsTests {
         #expect(server.registrations() == 0)
     }
 
-    @Test("T007 (5): a network error while registering → stays OFF, not updating, with a message")
+    @Test("a network error while registering → stays OFF, not updating, with a message")
     func networkError() async throws {
         let closed = try SilentListener()
         closed.close()
@@ -91,7 +91,7 @@ struct CaregiverPushSettingsTests {
         #expect(app.store.values[PushTokenLifecycle.StateKey.isPushEnabled] == nil)
     }
 
-    @Test("T007 (6): the persisted state is restored on init (UserDefaults)")
+    @Test("the persisted state is restored on init (UserDefaults)")
     func persistedStateRestored() async throws {
         let server = try RunnerServer.forClient()
         let suite = "caregiver-push-tests-\(UUID().uuidString)"

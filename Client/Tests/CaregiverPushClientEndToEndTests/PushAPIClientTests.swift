@@ -3,10 +3,10 @@ import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
-/// The API client (T027) over real HTTP: the runner's answers decoded into typed errors, and the transport's failures.
+/// The API client over real HTTP: the runner's answers decoded into typed errors, and the transport's failures.
 @Suite("kit: the API client against the runner", .timeLimit(.minutes(2)))
 struct PushAPIClientTests {
-    static func client(_ url: URL, bearer: String?, budget: CaregiverPushRequestBudget = .sc001) -> PushAPIClient {
+    static func client(_ url: URL, bearer: String?, budget: CaregiverPushRequestBudget = .standard) -> PushAPIClient {
         PushAPIClient(baseURL: url, budget: budget) {
             guard let bearer else { throw CocoaError(.userCancelled) }
             return bearer

@@ -5,7 +5,7 @@ import Testing
 
 /// The token lifecycle's gates (docs/app-integration.md), against a real `runner serve`.
 @MainActor
-@Suite("kit: token lifecycle (004 gates)", .timeLimit(.minutes(2)))
+@Suite("kit: token lifecycle", .timeLimit(.minutes(2)))
 struct PushTokenLifecycleTests {
     /// A runner whose database is unreachable: every function answers 503 with `Retry-After`.
     nonisolated static func serverWithoutDatabase() throws -> RunnerServer {

@@ -4,44 +4,44 @@ import Testing
 
 /// The six routing cases, then what they leave out: malformed dates and values that are not strings.
 @MainActor
-@Suite("kit: push deep links (T008)")
+@Suite("kit: push deep links")
 struct PushDeepLinkTests {
-    @Test("T008 (1): DOSE_TAKEN, 2026-02-11, morning → History at 2026-02-11, morning")
+    @Test("DOSE_TAKEN, 2026-02-11, morning → History at 2026-02-11, morning")
     func morning() {
         let router = CaregiverPushDeepLinkRouter()
         router.routeFromRemotePush(userInfo: ["type": "DOSE_TAKEN", "date": "2026-02-11", "slot": "morning"])
         #expect(router.pending == CaregiverPushDeepLinkTarget(dateKey: "2026-02-11", slot: .morning))
     }
 
-    @Test("T008 (2): slot bedtime → target.slot = .bedtime")
+    @Test("slot bedtime → target.slot = .bedtime")
     func bedtime() {
         let router = CaregiverPushDeepLinkRouter()
         router.routeFromRemotePush(userInfo: ["type": "DOSE_TAKEN", "date": "2026-02-11", "slot": "bedtime"])
         #expect(router.pending?.slot == .bedtime)
     }
 
-    @Test("T008 (3): unknown type OTHER → no target")
+    @Test("unknown type OTHER → no target")
     func unknownType() {
         let router = CaregiverPushDeepLinkRouter()
         router.routeFromRemotePush(userInfo: ["type": "OTHER", "date": "2026-02-11", "slot": "morning"])
         #expect(router.pending == nil)
     }
 
-    @Test("T008 (4): no date → no target")
+    @Test("no date → no target")
     func missingDate() {
         let router = CaregiverPushDeepLinkRouter()
         router.routeFromRemotePush(userInfo: ["type": "DOSE_TAKEN", "slot": "morning"])
         #expect(router.pending == nil)
     }
 
-    @Test("T008 (5): no slot → no target")
+    @Test("no slot → no target")
     func missingSlot() {
         let router = CaregiverPushDeepLinkRouter()
         router.routeFromRemotePush(userInfo: ["type": "DOSE_TAKEN", "date": "2026-02-11"])
         #expect(router.pending == nil)
     }
 
-    @Test("T008 (6): the local notification notif:2026-02-11:morning:1 still routes (backward compatible)")
+    @Test("the local notification notif:2026-02-11:morning:1 still routes (backward compatible)")
     func localIdentifier() {
         let router = CaregiverPushDeepLinkRouter()
         router.route(userInfo: [:], identifier: "notif:2026-02-11:morning:1")
@@ -118,7 +118,7 @@ struct PushDeepLinkTests {
         #expect(CaregiverPushDeepLink.target(localIdentifier: identifier) == nil)
     }
 
-    @Test("a tap: a userInfo with a type is read as a push only; without one, by its identifier (T031)")
+    @Test("a tap: a userInfo with a type is read as a push only; without one, by its identifier")
     func tapOfEitherKind() {
         let router = CaregiverPushDeepLinkRouter()
         router.route(userInfo: [:], identifier: "notif:2026-02-10:noon:3")

@@ -3,8 +3,8 @@ import CaregiverPushClientTestSupport
 import Foundation
 import Testing
 
-/// SC-001's budget covers the FCM token fetch as well as the registration: the overlay the caregiver sees is up for
-/// at most the budget after the permission prompt, even when Firebase's token fetch never answers.
+/// The toggle's 5 s budget covers the FCM token fetch as well as the registration: the overlay the caregiver sees is
+/// up for at most the budget after the permission prompt, even when Firebase's token fetch never answers.
 @MainActor
 @Suite("kit: the token fetch within the 5 s budget")
 struct TokenBudgetTests {

@@ -24,7 +24,7 @@ struct CaregiverApp {
         baseURL: URL, caregiver: UUID = UUID(), token: String = makeDeviceToken(), granted: Bool = true,
         store: MemoryStore = MemoryStore(), keychain: MemoryStore = MemoryStore(),
         clock: MovableClock = MovableClock(),
-        permission: FakePermission? = nil, budget: CaregiverPushRequestBudget = .sc001
+        permission: FakePermission? = nil, budget: CaregiverPushRequestBudget = .standard
     ) {
         self.caregiver = caregiver
         let bearer = try? caregiverToken(caregiver)
