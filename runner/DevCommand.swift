@@ -156,7 +156,8 @@ struct DevCommand: AsyncParsableCommand {
         }
         let demo = try await DevStepError.step(
             "migrating and seeding the demo household", remedy: "read the error above; `make db-stop` and start again"
-        ) { try seed(
+        ) {
+            try seed(
                 databaseURL: databaseURL, runtimePassword: password, signingKey: signingKey, secret: secret,
                 logger: logger)
         }
