@@ -31,29 +31,6 @@ phase() {
     echo "test: $name took $((SECONDS - start)) s" >&2
 }
 
-# TEST_AT=2026-02-10T16:27:00Z: the suites, PostgreSQL and every function they start see that instant as now (and
-# the clock runs on from it): libfaketime preloaded with one relative offset for all of them, so their clocks agree.
-# The build is not shifted. docs/development.md#fixed-instant.
-if [ -n "${TEST_AT:-}" ] && [ -z "${TEST_FAKETIME:-}" ]; then
-    TEST_FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
-    if [ -z "$TEST_FAKETIME_LIB" ]; then
-        scripts/install-deps.sh
-        TEST_FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 | head -n 1)
-    fi
-    target=$(date -u -d "$TEST_AT" +%s)
-    offset=$((target - $(date -u +%s)))
-    TEST_FAKETIME=$([ "$offset" -ge 0 ] && echo "+$offset" || echo "$offset")
-    export TEST_FAKETIME TEST_FAKETIME_LIB
-    echo "test: at $(date -u -d "@$target" +%FT%TZ) (libfaketime offset $TEST_FAKETIME s)" >&2
-fi
-at_test_instant() {
-    if [ -n "${TEST_FAKETIME:-}" ]; then
-        LD_PRELOAD=$TEST_FAKETIME_LIB FAKETIME=$TEST_FAKETIME FAKETIME_DONT_FAKE_MONOTONIC=1 "$@"
-    else
-        "$@"
-    fi
-}
-
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -73,7 +50,7 @@ run_pooled_pass() (
         "default_pool_size = $POOLED_POOL_SIZE)" >&2
     if [ "$#" -eq 0 ]; then set -- --filter "$POOLED_SUITES"; fi
     DATABASE_URL=$(scripts/pgbouncer.sh url "$port") TEST_DIRECT_DATABASE_URL=$direct \
-        at_test_instant swift test --skip-build "$@"
+        swift test --skip-build "$@"
     # Proof that the pass ran through the pooler and that its pools were smaller than their clients: PgBouncer's
     # own counters (SHOW STATS: transactions, and microseconds clients spent waiting for a server connection).
     stats=$("$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/psql" -h 127.0.0.1 -p "$port" -U postgres \
@@ -184,7 +161,7 @@ run_tests() {
         IMAGE_REUSE_ZIPS=1 phase image-check scripts/image-check.sh
     fi
     # The tests are built once: both passes (and the kit's end-to-end tests' runner) use this build.
-    phase suites at_test_instant swift test --skip-build "$@"
+    phase suites swift test --skip-build "$@"
     # Whole runs only: the app kit's own package and the app's view of it, then the executable suites again behind
     # PgBouncer.
     if [ "$#" -eq 0 ]; then

@@ -15,13 +15,7 @@ cleanup() {
     rm -rf "$datadir"
 }
 trap cleanup EXIT
-# TEST_FAKETIME (scripts/test.sh's TEST_AT): the server's clock shifted like the tests' (docs/development.md#fixed-instant).
-if [ -n "${TEST_FAKETIME:-}" ]; then
-    LD_PRELOAD=$TEST_FAKETIME_LIB FAKETIME=$TEST_FAKETIME FAKETIME_DONT_FAKE_MONOTONIC=1 \
-        scripts/pg.sh start "$datadir" "$port"
-else
-    scripts/pg.sh start "$datadir" "$port"
-fi
+scripts/pg.sh start "$datadir" "$port"
 DATABASE_URL=$(scripts/pg.sh url "$port")
 export DATABASE_URL
 "$@"
