@@ -17,20 +17,26 @@ import TestSupport
 @Suite("closed to Supabase's Data API, least privilege", .serialized)
 struct DataAPIExposureTests {
     /// The relations the migrations make (the history included).
-    static let relations = [
-        "patients", "caregiver_patient_links", "patient_sessions", "medications", "medication_schedule_times",
-        "dose_records", "prn_dose_records", "push_devices", "push_deliveries", "fcm_access_tokens", "push_events",
-        "jwks_cache", "schema_migrations",
-    ]
+    static let relations = ProjectSchema.relations
 
-    @Test("an earlier version's database on Supabase: every relation exposed before, none after, data moved along")
-    func legacyDatabaseMovesForward() throws {
+    /// A PostgreSQL cluster of the test's own, set up as a Supabase project (its roles, and the setting that grants
+    /// new tables in `public` to the API roles on), not migrated yet; `body` gets its owner's connection.
+    static func withSupabaseProject(_ body: (OwnDatabase, PostgresConnection) throws -> Void) throws {
         let cluster = try OwnDatabase(port: try freeLocalPort(), migrated: false)
         defer { cluster.remove() }
         let owner = try PostgresConnection(url: cluster.url)
         defer { owner.close() }
         try SupabaseProject.createRoles(owner)
         try SupabaseProject.grantNewTablesInPublic(owner)
+        try body(cluster, owner)
+    }
+
+    @Test("an earlier version's database on Supabase: every relation exposed before, none after, data moved along")
+    func legacyDatabaseMovesForward() throws {
+        try Self.withSupabaseProject { cluster, owner in try Self.legacyDatabaseMovesForward(cluster, owner) }
+    }
+
+    static func legacyDatabaseMovesForward(_ cluster: OwnDatabase, _ owner: PostgresConnection) throws {
         // What the previous version's migrator did: the first three migrations in `public`, history beside them.
         try LegacyDeployment.migrate(owner)
         let household = try LegacyDeployment.fill(owner)
@@ -64,12 +70,10 @@ struct DataAPIExposureTests {
 
     @Test("a new Supabase project: beside the app's own public.patients, nothing reachable, even exposed by mistake")
     func newSupabaseProject() throws {
-        let cluster = try OwnDatabase(port: try freeLocalPort(), migrated: false)
-        defer { cluster.remove() }
-        let owner = try PostgresConnection(url: cluster.url)
-        defer { owner.close() }
-        try SupabaseProject.createRoles(owner)
-        try SupabaseProject.grantNewTablesInPublic(owner)
+        try Self.withSupabaseProject { cluster, owner in try Self.newSupabaseProject(cluster, owner) }
+    }
+
+    static func newSupabaseProject(_ cluster: OwnDatabase, _ owner: PostgresConnection) throws {
         try SupabaseProject.grantNewTablesEverywhere(owner)
         // The app's own tables of the same names, in `public`.
         try owner.executeScript(

@@ -7,11 +7,7 @@ import TestSupport
 /// files are the exception: the migrator pins `search_path` to the schema while it applies them.
 @Suite("SQL names the schema")
 struct QualifiedSQLTests {
-    static let tables = [
-        "patients", "caregiver_patient_links", "patient_sessions", "medications", "medication_schedule_times",
-        "dose_records", "prn_dose_records", "push_devices", "push_deliveries", "fcm_access_tokens", "push_events",
-        "jwks_cache", "schema_migrations",
-    ]
+    static let tables = ProjectSchema.relations
 
     @Test("no unqualified table after FROM, JOIN, INTO, UPDATE or TABLE in Shared/, Gateway/ or runner/")
     func qualified() throws {
