@@ -13,19 +13,11 @@ import pathlib
 import re
 import sys
 
+from contract_checks import check, report
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAME = r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|PORT|PG[A-Z]+"
 
-failures = []
-passed = 0
-
-
-def check(condition, message):
-    global passed
-    if condition:
-        passed += 1
-    else:
-        failures.append(message)
 
 
 def without_comments(text):
@@ -99,10 +91,7 @@ def main():
                   f"{name}: behaviour.md#configuration's default {documented[name]!r} is not the code's {default}")
     for name in sorted(set(documented) - set(code)):
         check(False, f"docs/behaviour.md#configuration names {name}, which the code does not read")
-    for message in failures:
-        print(f"configuration: {message}", file=sys.stderr)
-    print(f"{passed} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return report("configuration")
 
 
 if __name__ == "__main__":

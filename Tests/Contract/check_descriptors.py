@@ -28,6 +28,8 @@ import tempfile
 
 import yaml
 
+from contract_checks import check, report
+
 
 class _Tags(yaml.SafeLoader):
     """CloudFormation's short-form intrinsics as one-member maps: `!Ref X` → {"!Ref": "X"}, `!If [c, a, b]` →
@@ -93,16 +95,6 @@ CODE_FILES = [
     "Shared/Curl/TrustStore.swift",
 ]
 
-failures = []
-passed = 0
-
-
-def check(condition, message):
-    global passed
-    if condition:
-        passed += 1
-    else:
-        failures.append(message)
 
 
 def code_variables():
@@ -400,10 +392,7 @@ def main():
             documented[name] = (int(row[1]), int(row[2]))
     computed = {name: (now[False][name], now[True][name]) for name in now[False]}
     check(documented == computed, f"docs/deploy.md's environment sizes {documented} are not the template's {computed}")
-    for message in failures:
-        print(f"descriptors: {message}", file=sys.stderr)
-    print(f"{passed} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return report("descriptors")
 
 
 SECRET_ARNS_SUPPLIED = {supplied for supplied, _ in SECRET_ARNS.values()}

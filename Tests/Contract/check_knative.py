@@ -23,6 +23,8 @@ import tempfile
 
 import yaml
 
+from contract_checks import check, report
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KNATIVE = ROOT / "infra" / "knative"
 # Knative Serving's allow-list with the default features: field -> what is allowed inside it (None: any value).
@@ -69,16 +71,6 @@ REVISION_SPEC = {
 }
 MAX_REVISION_TIMEOUT_SECONDS = 600  # config-defaults' max-revision-timeout-seconds default
 
-failures = []
-passed = 0
-
-
-def check(condition, message):
-    global passed
-    if condition:
-        passed += 1
-    else:
-        failures.append(message)
 
 
 def disallowed(value, schema, path):
@@ -219,10 +211,7 @@ def main():
         check(f"STORAGE_DRIVER={driver}" in line, f"`{line.strip()}` looks for the image outside the {driver} "
                                                    "storage make image builds in")
 
-    for message in failures:
-        print(f"knative: {message}", file=sys.stderr)
-    print(f"{passed} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return report("knative")
 
 
 if __name__ == "__main__":

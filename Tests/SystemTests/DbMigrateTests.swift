@@ -164,16 +164,9 @@ struct DbMigrateTests {
     @Test("A failing migration PUTs FAILED with a reason and no secret, and the database is as it was")
     func failingMigration() throws {
         let database = try EmptyDatabase()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestDatabase.migrationsDirectory(
+            adding: "999999_broken.up.sql", sql: "CREATE TABLE broken (id int;")
         defer { try? FileManager.default.removeItem(at: directory) }
-        for file in try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path) {
-            try FileManager.default.copyItem(
-                at: TestDatabase.migrationsDirectory.appendingPathComponent(file),
-                to: directory.appendingPathComponent(file))
-        }
-        try "CREATE TABLE broken (id int;".write(
-            to: directory.appendingPathComponent("999999_broken.up.sql"), atomically: true, encoding: .utf8)
         let fake = try PresignedURLFake()
         let create = Self.request("Create", responseURL: fake.responseURL)
         let run = try Self.run(create, ["DATABASE_URL": database.url, "MIGRATIONS_DIR": directory.path])
@@ -308,22 +301,12 @@ struct DbMigrateTests {
         }
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: portFile) { Thread.sleep(forTimeInterval: 0.05) }
         let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
-        let worker = Process()
-        worker.executableURL = Executables.binDirectory.appendingPathComponent("db-migrate")
         var all = testEnvironment([
             "MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path, "CUSTOM_RESOURCE_RESPONSE_ORIGIN": fake.origin,
         ])
         all.merge(environment) { $1 }
-        all["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:\(port)"
-        worker.environment = all
-        worker.standardInput = FileHandle.nullDevice
-        worker.standardOutput = FileHandle.nullDevice
-        worker.standardError = FileHandle.nullDevice
-        try worker.run()
-        defer {
-            kill(worker.processIdentifier, SIGKILL)
-            worker.waitUntilExit()
-        }
+        let worker = try RuntimeAPIWorker("db-migrate", port: port, environment: all)
+        defer { worker.stop() }
         let started = Date()
         while Date().timeIntervalSince(started) < waitSeconds, (try fake.requests()).isEmpty {
             Thread.sleep(forTimeInterval: 0.1)
@@ -370,16 +353,9 @@ struct DbMigrateTests {
         _ = try Self.run(Self.request("Create", responseURL: createFake.responseURL), ["DATABASE_URL": database.url])
         #expect(try database.appliedVersions() == Self.shippedVersions)
         // A new migration that alters a table a long transaction is reading.
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("alter-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestDatabase.migrationsDirectory(
+            adding: "999999_alter.up.sql", sql: "ALTER TABLE push_devices ADD COLUMN lock_probe int;")
         defer { try? FileManager.default.removeItem(at: directory) }
-        for file in try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path) {
-            try FileManager.default.copyItem(
-                at: TestDatabase.migrationsDirectory.appendingPathComponent(file),
-                to: directory.appendingPathComponent(file))
-        }
-        try "ALTER TABLE push_devices ADD COLUMN lock_probe int;".write(
-            to: directory.appendingPathComponent("999999_alter.up.sql"), atomically: true, encoding: .utf8)
         let reader = try PostgresConnection(url: database.url, applicationName: "caregiver-push-tests")
         defer { reader.close() }
         try reader.query("BEGIN")

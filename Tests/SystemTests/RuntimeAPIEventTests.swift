@@ -95,19 +95,8 @@ struct RuntimeAPIEventTests {
         waitFor { FileManager.default.fileExists(atPath: portFile) }
         let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
 
-        let worker = Process()
-        worker.executableURL = Executables.binDirectory.appendingPathComponent("push-register")
-        var environment = testEnvironment()
-        environment["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:\(port)"
-        worker.environment = environment
-        worker.standardInput = FileHandle.nullDevice
-        worker.standardOutput = FileHandle.nullDevice
-        worker.standardError = FileHandle.nullDevice
-        try worker.run()
-        defer {
-            kill(worker.processIdentifier, SIGKILL)
-            worker.waitUntilExit()
-        }
+        let worker = try RuntimeAPIWorker("push-register", port: port, environment: testEnvironment())
+        defer { worker.stop() }
         func answers() -> [String] {
             ((try? String(contentsOfFile: answersFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
