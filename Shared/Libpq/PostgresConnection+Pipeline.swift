@@ -14,11 +14,14 @@ extension PostgresConnection {
     /// Meant for a few statements with small results: the connection blocks, so a pipeline whose queries outgrew
     /// the socket buffers while the server's answers outgrew them the other way would stall.
     ///
+    /// Internal: the layers above read a flight's results by name (``PipelinedTransaction/Flight``), not by a
+    /// position that shifts with every optional statement.
+    ///
     /// - Returns: each query's rows, in order.
     /// - Throws: the first failure's ``PostgresError``, after every result has been read so that the connection
     ///   can be used again; `.connectionLost` (and the connection closed) when the connection broke on the way.
     @discardableResult
-    public func pipeline(_ queries: [PostgresQuery]) throws(PostgresError) -> [PostgresRows] {
+    func pipeline(_ queries: [PostgresQuery]) throws(PostgresError) -> [PostgresRows] {
         guard let handle else { throw PostgresError(.connectionLost, serverMessage: "connection closed") }
         // libpq takes C strings: a NUL would end the value early and store something else than was asked.
         for query in queries {
@@ -108,16 +111,15 @@ extension PostgresConnection {
         }
     }
 
-    /// Runs `queries` in a read-only transaction (`BEGIN READ ONLY`, the ``transactionSettings``, the queries,
+    /// Runs `query` in a read-only transaction (`BEGIN READ ONLY`, the ``transactionSettings``, the query,
     /// `COMMIT`) in one round trip: a read that must run under the settings' bounds, at the price of no round trip
-    /// more than the bare statements. Retried as ``withTransaction(logger:_:)`` is.
-    /// - Returns: each query's rows, in order.
-    public func readOnlyTransaction(logger: Logger? = nil, _ queries: [PostgresQuery]) throws -> [PostgresRows] {
+    /// more than the bare statement. Retried as ``withTransaction(logger:_:)`` is.
+    /// - Returns: the query's rows.
+    public func readOnlyTransaction(logger: Logger? = nil, _ query: PostgresQuery) throws -> PostgresRows {
         try retryingConflicts(logger: logger) {
             let prologue = transactionPrologue(begin: "BEGIN READ ONLY")
             do {
-                let rows = try pipeline(prologue + queries + ["COMMIT"])
-                return Array(rows[prologue.count..<(prologue.count + queries.count)])
+                return try pipeline(prologue + [query, "COMMIT"])[prologue.count]
             } catch {
                 rollBackIfOpen()
                 throw error
@@ -150,9 +152,10 @@ public final class PipelinedTransaction {
     }
 
     /// Runs `queries` in the transaction in one round trip (the first flight also carries `BEGIN` and the settings).
+    /// Internal, as ``PostgresConnection/pipeline(_:)`` is: callers send a ``Flight`` and read its results by name.
     /// - Returns: each query's rows, in order.
     @discardableResult
-    public func run(_ queries: [PostgresQuery]) throws(PostgresError) -> [PostgresRows] {
+    func run(_ queries: [PostgresQuery]) throws(PostgresError) -> [PostgresRows] {
         let prologue = hasBegun ? [] : connection.transactionPrologue()
         hasBegun = true
         let rows = try connection.pipeline(prologue + queries)
@@ -184,7 +187,8 @@ public final class PipelinedTransaction {
         }
 
         /// Adds `query` to the flight.
-        /// - Returns: the handle its rows are read by.
+        /// - Returns: the handle its rows are read by (discarded for a statement whose rows nobody reads: a lock).
+        @discardableResult
         public mutating func add(_ query: PostgresQuery) -> Statement {
             queries.append(query)
             return Statement(flight: number, index: queries.count - 1)
@@ -192,6 +196,7 @@ public final class PipelinedTransaction {
 
         /// Adds `query` when there is one; nothing is sent for `nil`.
         /// - Returns: the handle its rows are read by, `nil` when nothing was added.
+        @discardableResult
         public mutating func add(_ query: PostgresQuery?) -> Statement? {
             query.map { add($0) }
         }

@@ -127,11 +127,11 @@ struct PipelineTests {
     func readOnly() throws {
         try TestDatabase.with { (connection: PostgresConnection) throws in
             let before = connection.roundTrips
-            let rows = try connection.readOnlyTransaction(["SELECT 7"])
+            let rows = try connection.readOnlyTransaction("SELECT 7")
             #expect(connection.roundTrips - before == 1)
-            #expect(try rows[0][0].decode(Int.self, at: 0) == 7)
+            #expect(try rows[0].decode(Int.self, at: 0) == 7)
             #expect {
-                try connection.readOnlyTransaction(["INSERT INTO patients (display_name) VALUES ('read-only')"])
+                try connection.readOnlyTransaction("INSERT INTO patients (display_name) VALUES ('read-only')")
             } throws: { error in
                 (error as? PostgresError)?.sqlState?.rawValue == "25006"
             }

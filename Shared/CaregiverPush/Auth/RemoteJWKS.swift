@@ -73,7 +73,7 @@ public final class RemoteJWKS {
         let connection = try database.connection()
         // A transaction for the bounds its settings give the read, in one round trip.
         sharedReads += 1
-        var stored = try Self.storedRow(in: connection.readOnlyTransaction([storedRowQuery])[0])
+        var stored = try Self.storedRow(in: connection.readOnlyTransaction(storedRowQuery))
         adopt(stored, logger: logger)
         if needsFetch(stored, keyID: keyID, now: now) {
             stored = try connection.withTransaction { connection in

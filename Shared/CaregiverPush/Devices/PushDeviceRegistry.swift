@@ -99,77 +99,77 @@ public struct PushDeviceRegistry {
     ) throws -> RegistrationResult {
         let tokenHash = Self.tokenHash(registration.token)
         let owner = caregiverID.uuidString.lowercased()
-        var statements: [PostgresQuery] = [
-            "SELECT pg_advisory_xact_lock(\(Self.ownerLockNamespace), hashtext(\(owner)))",
-            "SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))",
-            """
-            INSERT INTO caregiver_push.push_devices
-                (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
-                 last_seen_at)
-            VALUES ('CAREGIVER', \(caregiverID), \(registration.token), \(tokenHash), \(registration.platform.rawValue),
-                    \(registration.environment.rawValue), \(registration.installationID), true, now())
-            ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET
-                platform = EXCLUDED.platform,
-                environment = EXCLUDED.environment,
-                installation_id = COALESCE(EXCLUDED.installation_id, push_devices.installation_id),
-                is_enabled = true,
-                disabled_reason = NULL,
-                last_seen_at = now(),
-                updated_at = now()
-            RETURNING id
-            """,
-        ]
-        // The updates cannot take the upserted row's id as a parameter (it is not known until the flight returns),
-        // so they name "every row but that one" by the device identity instead: among this owner's rows, only the
-        // device has this token hash (push_devices_owner_token_key); among the rows with this token, only the
-        // device has this owner.
-        if let installationID = registration.installationID {
-            statements.append(
+        return try connection.withPipelinedTransaction { transaction in
+            var flight = transaction.flight()
+            flight.add("SELECT pg_advisory_xact_lock(\(Self.ownerLockNamespace), hashtext(\(owner)))")
+            flight.add("SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))")
+            let upsert = flight.add(
+                """
+                INSERT INTO caregiver_push.push_devices
+                    (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
+                     last_seen_at)
+                VALUES ('CAREGIVER', \(caregiverID), \(registration.token), \(tokenHash),
+                        \(registration.platform.rawValue), \(registration.environment.rawValue),
+                        \(registration.installationID), true, now())
+                ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET
+                    platform = EXCLUDED.platform,
+                    environment = EXCLUDED.environment,
+                    installation_id = COALESCE(EXCLUDED.installation_id, push_devices.installation_id),
+                    is_enabled = true,
+                    disabled_reason = NULL,
+                    last_seen_at = now(),
+                    updated_at = now()
+                RETURNING id
+                """)
+            // The updates cannot take the upserted row's id as a parameter (it is not known until the flight
+            // returns), so they name "every row but that one" by the device identity instead: among this owner's
+            // rows, only the device has this token hash (push_devices_owner_token_key); among the rows with this
+            // token, only the device has this owner.
+            let rotation = flight.add(
+                registration.installationID.map { installationID -> PostgresQuery in
+                    """
+                    UPDATE caregiver_push.push_devices
+                    SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
+                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
+                      AND installation_id = \(installationID) AND token_sha256 <> \(tokenHash) AND is_enabled
+                    """
+                })
+            let handOver = flight.add(
+                """
+                UPDATE caregiver_push.push_devices
+                SET is_enabled = false, disabled_reason = \(DisabledReason.tokenReassigned.rawValue), updated_at = now()
+                WHERE token_sha256 = \(tokenHash) AND token = \(registration.token)
+                  AND NOT (owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)) AND is_enabled
+                """)
+            // The device just registered sorts first whatever the clocks say; then the most recently seen.
+            let cap = flight.add(
                 """
                 UPDATE caregiver_push.push_devices
                 SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
-                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
-                  AND installation_id = \(installationID) AND token_sha256 <> \(tokenHash) AND is_enabled
+                WHERE id IN (
+                    SELECT id FROM caregiver_push.push_devices
+                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND is_enabled
+                    ORDER BY token_sha256 = \(tokenHash) DESC, last_seen_at DESC, id
+                    OFFSET \(max(deviceCap, 1)))
                 """)
-        }
-        statements.append(
-            """
-            UPDATE caregiver_push.push_devices
-            SET is_enabled = false, disabled_reason = \(DisabledReason.tokenReassigned.rawValue), updated_at = now()
-            WHERE token_sha256 = \(tokenHash) AND token = \(registration.token)
-              AND NOT (owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)) AND is_enabled
-            """)
-        // The device just registered sorts first whatever the clocks say; then the most recently seen.
-        statements.append(
-            """
-            UPDATE caregiver_push.push_devices
-            SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
-            WHERE id IN (
-                SELECT id FROM caregiver_push.push_devices
-                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND is_enabled
-                ORDER BY token_sha256 = \(tokenHash) DESC, last_seen_at DESC, id
-                OFFSET \(max(deviceCap, 1)))
-            """)
-        // Disabled rows are kept for their reason (the app shows it), but only the caregiver's most recently
-        // disabled ``disabledRowsKept``: registering endless distinct tokens cannot grow the table without bound.
-        statements.append(
-            """
-            DELETE FROM caregiver_push.push_devices
-            WHERE id IN (
-                SELECT id FROM caregiver_push.push_devices
-                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND NOT is_enabled
-                ORDER BY updated_at DESC, id
-                OFFSET \(Self.disabledRowsKept))
-            """)
-        return try connection.withPipelinedTransaction { transaction in
-            let results = try transaction.run(statements)
-            guard let row = results[2].single else {
+            // Disabled rows are kept for their reason (the app shows it), but only the caregiver's most recently
+            // disabled ``disabledRowsKept``: registering endless distinct tokens cannot grow the table without bound.
+            flight.add(
+                """
+                DELETE FROM caregiver_push.push_devices
+                WHERE id IN (
+                    SELECT id FROM caregiver_push.push_devices
+                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND NOT is_enabled
+                    ORDER BY updated_at DESC, id
+                    OFFSET \(Self.disabledRowsKept))
+                """)
+            let results = try transaction.run(flight)
+            guard let row = results[upsert].single else {
                 throw PostgresError(.unexpectedResult, serverMessage: "upsert returned no row")
             }
             return RegistrationResult(
-                deviceID: try row.decode(UUID.self, at: 0),
-                replaced: registration.installationID == nil ? 0 : results[3].affectedRows,
-                reassigned: results[results.count - 3].affectedRows, overCap: results[results.count - 2].affectedRows)
+                deviceID: try row.decode(UUID.self, at: 0), replaced: results[rotation]?.affectedRows ?? 0,
+                reassigned: results[handOver].affectedRows, overCap: results[cap].affectedRows)
         }
     }
 

@@ -119,12 +119,10 @@ public final class Authenticator {
         // it next.
         let rows = try context.database.connection().readOnlyTransaction(
             logger: context.logger,
-            [
-                """
-                SELECT id, patient_id FROM caregiver_push.patient_sessions
-                WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(context.now)
-                """
-            ])[0]
+            """
+            SELECT id, patient_id FROM caregiver_push.patient_sessions
+            WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(context.now)
+            """)
         guard let row = rows.single else {
             context.logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
             throw Problem.unauthorized()
