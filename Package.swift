@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "FCMEmulator",
             dependencies: [
-                "Codecs", "OpenSSLCrypto", "JOSE", "CaregiverPush",
+                "Codecs", "OpenSSLCrypto", "JOSE",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -185,13 +185,15 @@ let package = Package(
             exclude: ["peer", "c"],
             swiftSettings: strict
         ),
+        // pipe2(2) for TestSupport's ProcessBurst (a burst of children that must not inherit each other's pipes).
+        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         // Test support shared by the test targets below: the throwaway database, seeds, the built executables, the
         // FCM/JWKS/secrets fakes, the leak capture. A plain target so the test targets can share it; only they use it.
         .target(
             name: "TestSupport",
             dependencies: [
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "ProcessSupervision", .product(name: "Logging", package: "swift-log"),
+                "ProcessSupervision", "CTestSupport", "FCMEmulator", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/TestSupport",
             swiftSettings: strict
@@ -220,7 +222,7 @@ let package = Package(
             name: "DatabaseTests",
             dependencies: [
                 "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "TestSupport", .product(name: "Logging", package: "swift-log"),
+                "FCMEmulator", "TestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/DatabaseTests",
             swiftSettings: strict

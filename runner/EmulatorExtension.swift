@@ -65,7 +65,7 @@ struct EmulatorExtension: GatewayExtension {
         // The functions reach the emulator as they reach Google: TLS + HTTP/2, verified against its CA.
         let base = "https://127.0.0.1:\(port)"
         await emulator.bound(tokenURL: base + "/token")
-        let keyFile = ServiceAccount.keyFileJSON(
+        let keyFile = ServiceAccountKeyFile.json(
             projectID: "local-emulator", clientEmail: key.clientEmail, privateKeyID: key.keyID,
             privateKeyPEM: key.privateKeyPEM, tokenURI: base + "/token")
         var extra = [

@@ -1,4 +1,5 @@
 import Codecs
+import OpenSSLCrypto
 import FunctionRuntime
 import ArgumentParser
 import CaregiverPush
@@ -48,9 +49,12 @@ struct FCMEmulatorCommand: AsyncParsableCommand {
         guard let data = FileManager.default.contents(atPath: serviceAccount) else {
             throw ValidationError("cannot read \(serviceAccount)")
         }
+        // The key file as the functions read it; its private key is used only to derive the public half.
         let account = try ServiceAccount(json: Array(data), variable: "--service-account")
         let emulator = FCMEmulator(
-            account: try FCMEmulator.Account(serviceAccount: account),
+            account: FCMEmulator.Account(
+                projectID: account.projectID, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
+                publicKeyPEM: try PrivateKey(pem: account.privateKeyPEM).publicKeyPEM()),
             state: FCMEmulatorState(responseDelayMilliseconds: delayMs))
         let transport: FCMEmulator.Transport
         if tls {

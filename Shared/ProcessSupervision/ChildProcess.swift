@@ -29,6 +29,21 @@ public enum ChildProcess {
         /// The same two moments on the wall clock, to compare with another process's timestamps.
         public let standardOutputClosedAtDate: Date
         public let exitedAtDate: Date
+
+        /// The package's own spawners build results too (TestSupport's burst of children, on `posix_spawn`).
+        package init(
+            exitStatus: Int32, standardOutput: Data, standardError: Data,
+            standardOutputClosedAt: ContinuousClock.Instant, exitedAt: ContinuousClock.Instant,
+            standardOutputClosedAtDate: Date, exitedAtDate: Date
+        ) {
+            self.exitStatus = exitStatus
+            self.standardOutput = standardOutput
+            self.standardError = standardError
+            self.standardOutputClosedAt = standardOutputClosedAt
+            self.exitedAt = exitedAt
+            self.standardOutputClosedAtDate = standardOutputClosedAtDate
+            self.exitedAtDate = exitedAtDate
+        }
     }
 
     /// - Parameters:

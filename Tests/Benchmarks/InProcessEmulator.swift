@@ -55,7 +55,7 @@ struct InProcessEmulator {
         guard ready.wait(timeout: .now() + 10) == .success, let port = bound.withLock({ $0 }) else {
             throw BenchmarkError("the emulator did not start")
         }
-        let json = ServiceAccount.keyFileJSON(
+        let json = ServiceAccountKeyFile.json(
             projectID: "bench", clientEmail: clientEmail, privateKeyID: "bench-key", privateKeyPEM: try key.pemPKCS8(),
             tokenURI: "\(transport.scheme)://127.0.0.1:\(port)/token")
         return InProcessEmulator(

@@ -1,6 +1,7 @@
 @testable import Codecs
 @testable import Curl
 @testable import CaregiverPush
+import FCMEmulator
 import Foundation
 import Libpq
 import OpenSSLCrypto
@@ -90,7 +91,7 @@ struct AccessTokenCacheTests {
         // A key the fake does not know: its signature cannot verify.
         var configuration = fake.configuration()
         let foreign = try #require(try ServiceAccount.load(from: other.configuration()))
-        let pointed = ServiceAccount.keyFileJSON(
+        let pointed = ServiceAccountKeyFile.json(
             projectID: foreign.projectID, clientEmail: foreign.clientEmail, privateKeyID: foreign.privateKeyID,
             privateKeyPEM: foreign.privateKeyPEM, tokenURI: fake.baseURL + "/token")
         configuration.fcmServiceAccountBase64 = Data(pointed.utf8).base64EncodedString()

@@ -2,6 +2,7 @@ import Codecs
 import Curl
 import OpenSSLCrypto
 import CaregiverPush
+import FCMEmulator
 import Foundation
 import Testing
 
@@ -33,7 +34,7 @@ package final class FCMFake {
         let keyID = UUID().uuidString.lowercased()
         let bootstrapFile = directory.appendingPathComponent("service-account.json")
         let pem = try key.pemPKCS8()
-        try ServiceAccount.keyFileJSON(
+        try ServiceAccountKeyFile.json(
             projectID: projectID, clientEmail: clientEmail, privateKeyID: keyID, privateKeyPEM: pem,
             tokenURI: "http://127.0.0.1/token"
         ).write(to: bootstrapFile, atomically: true, encoding: .utf8)
@@ -58,7 +59,7 @@ package final class FCMFake {
         }
         self.port = port
         caFile = announcement["caFile"]?.stringValue
-        serviceAccountJSON = ServiceAccount.keyFileJSON(
+        serviceAccountJSON = ServiceAccountKeyFile.json(
             projectID: projectID, clientEmail: clientEmail, privateKeyID: keyID, privateKeyPEM: pem,
             tokenURI: tokenURL)
     }

@@ -1,4 +1,3 @@
-import CaregiverPush
 import Codecs
 import OpenSSLCrypto
 import JOSE
@@ -30,14 +29,6 @@ public struct FCMEmulator: Sendable {
             self.clientEmail = clientEmail
             self.privateKeyID = privateKeyID
             self.publicKeyPEM = publicKeyPEM
-        }
-
-        /// The account of a key file (its private key is used only to derive the public half).
-        public init(serviceAccount: ServiceAccount) throws {
-            let key = try PrivateKey(pem: serviceAccount.privateKeyPEM)
-            self.init(
-                projectID: serviceAccount.projectID, clientEmail: serviceAccount.clientEmail,
-                privateKeyID: serviceAccount.privateKeyID, publicKeyPEM: try key.publicKeyPEM())
         }
     }
 

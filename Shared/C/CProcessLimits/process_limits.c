@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stddef.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -28,8 +27,4 @@ int caregiver_push_loopback_port_in_use(int port) {
     if (bound == 0) return 0;
     errno = error;
     return error == EADDRINUSE ? 1 : -1;
-}
-
-int caregiver_push_pipe_cloexec(int fds[2]) {
-    return pipe2(fds, O_CLOEXEC);
 }

@@ -59,18 +59,4 @@ public struct ServiceAccount: Sendable, CustomStringConvertible {
         }
         return nil
     }
-
-    /// Renders a key file (for the emulator and tests, which generate throwaway keys).
-    public static func keyFileJSON(
-        projectID: String, clientEmail: String, privateKeyID: String, privateKeyPEM: String, tokenURI: String
-    ) -> String {
-        let members: [String: JSONValue] = [
-            "type": .string("service_account"), "project_id": .string(projectID),
-            "private_key_id": .string(privateKeyID), "private_key": .string(privateKeyPEM),
-            "client_email": .string(clientEmail), "client_id": .string("000000000000000000000"),
-            "token_uri": .string(tokenURI), "auth_uri": .string("https://accounts.google.com/o/oauth2/auth"),
-        ]
-        let encoder = JSONCoding.encoder(prettyPrinted: true)
-        return (try? encoder.encode(JSONValue.object(members))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
 }

@@ -11,8 +11,5 @@ int caregiver_push_limit_data(pid_t pid, unsigned long long bytes);
 /// Whether a listener could bind 127.0.0.1:`port` now (with SO_REUSEADDR, as the runner's listener does): 0 when it
 /// could, 1 when the port is in use (EADDRINUSE), -1 with errno set on any other failure. Binds nothing lasting.
 int caregiver_push_loopback_port_in_use(int port);
-/// pipe2(fds, O_CLOEXEC): a pipe whose ends no concurrently spawned child inherits. Returns 0, or -1 with errno
-/// set. (pipe2 also needs _GNU_SOURCE.)
-int caregiver_push_pipe_cloexec(int fds[2]);
 
 #endif

@@ -1,5 +1,6 @@
-import CProcessLimits
+import CTestSupport
 import Foundation
+import ProcessSupervision
 import Synchronization
 
 #if canImport(Glibc)
@@ -13,16 +14,16 @@ import Synchronization
 /// crashes inside Foundation, and its pipe reads die on `EINTR` while children exit around them. This spawns with
 /// `posix_spawn` (close-on-exec pipes, so no child holds another's), reads with `poll` and retries what a signal
 /// interrupts.
-public enum ProcessBurst {
+package enum ProcessBurst {
     /// What a burst did.
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// When every child was let go (each is spawned by its own thread from then on).
-        public let released: ContinuousClock.Instant
+        package let released: ContinuousClock.Instant
         /// One result per input, in order; a child that could not be started has exit status -1.
-        public let results: [ChildProcess.Result]
+        package let results: [ChildProcess.Result]
 
         /// Per child, from the release until its stdout closed (its response was complete), in milliseconds.
-        public var responseMilliseconds: [Double] {
+        package var responseMilliseconds: [Double] {
             results.map { result in
                 let elapsed = result.standardOutputClosedAt - released
                 return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
@@ -31,7 +32,7 @@ public enum ProcessBurst {
     }
 
     /// Runs `executable` once per input, all released together once every thread is ready, and waits for all.
-    public static func run(
+    package static func run(
         executable: URL, arguments: [String] = [], environment: [String: String], inputs: [[UInt8]]
     ) -> Outcome {
         signal(SIGPIPE, SIG_IGN)
