@@ -170,7 +170,7 @@ struct DevCommand: AsyncParsableCommand {
                 medications: Dictionary(
                     uniqueKeysWithValues: demo.medications.map { ($0.key.rawValue, $0.value.uuidString.lowercased()) }),
                 prn: demo.prn.uuidString.lowercased(), today: demo.today))
-        // A developer's machine: x-runner-pid on, so that warm worker reuse can be seen; two warm workers per function
+        // A developer's machine: x-gateway-pid on, so that warm worker reuse can be seen; two warm workers per function
         // rather than the table's concurrency (what `gateway serve` starts), which one person's requests never need.
         let options = GatewayServer.Options(
             host: "127.0.0.1", port: port, mode: serveMode, warmWorkers: 2, debugHeaders: true, schedules: schedules,

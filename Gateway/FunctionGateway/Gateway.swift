@@ -22,7 +22,7 @@ package final class Gateway: Sendable {
     /// `--max-body`: lowers (never raises) every function's own body limit (``FunctionTable/Function/bodyLimit``).
     let maxBodyBytes: Int?
     let queueTimeout: Duration
-    /// Adds `x-runner-pid` (which process answered) to function responses; off unless asked for (`--debug-headers`).
+    /// Adds `x-gateway-pid` (which process answered) to function responses; off unless asked for (`--debug-headers`).
     let debugHeaders: Bool
     let logger: Logger
     private let cold: ColdInvoker
@@ -154,7 +154,7 @@ package final class Gateway: Sendable {
             }
             // Which process answered: tells a developer (and the tests) whether warm workers are reused. A process id
             // is an internal, so only on request.
-            if debugHeaders { response.headers[HTTPField.Name("x-runner-pid")!] = String(pid) }
+            if debugHeaders { response.headers[HTTPField.Name("x-gateway-pid")!] = String(pid) }
             return (response, function.name)
         case .timedOut:
             return (
@@ -282,7 +282,7 @@ struct GatewayMiddleware: RouterMiddleware {
             let problem = Problem(
                 type: "/problems/unavailable", title: "Service Unavailable", status: 503,
                 detail: gateway.isDraining
-                    ? "Not ready: the runner is shutting down." : "Not ready: a function has no live worker.",
+                    ? "Not ready: the gateway is shutting down." : "Not ready: a function has no live worker.",
                 headers: ["retry-after": "1", "cache-control": "no-store"])
             return GatewayResponse.problem(problem, requestID: requestID)
         }

@@ -129,7 +129,7 @@ package struct GatewayServer: Sendable {
                     gateway.route(path: path, method: method).function.map(gateway.bodyLimit(of:))
                 }, logger: logger),
             configuration: .init(
-                address: .hostname(options.host, port: options.port), serverName: "caregiver-push-runner"),
+                address: .hostname(options.host, port: options.port), serverName: "caregiver-push-gateway"),
             onServerRunning: { channel in
                 var ports = runtimePort.stream.makeAsyncIterator()
                 let privatePort = await ports.next() ?? 0

@@ -15,7 +15,7 @@ enum RuntimeAPIRoutes {
         router.get("\(prefix)/invocation/next") { _, context -> Response in
             guard let (pool, worker) = locate(context, workers) else { return status(.notFound, "not found") }
             guard let event = await pool.next(worker: worker) else {
-                return status(.serviceUnavailable, "the runner is shutting down")
+                return status(.serviceUnavailable, "the gateway is shutting down")
             }
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

@@ -3,10 +3,10 @@ import ProcessSupervision
 import Foundation
 import Logging
 
-/// Warm mode for one function: long-lived worker processes that speak the AWS Lambda Runtime API to the runner.
+/// Warm mode for one function: long-lived worker processes that speak the AWS Lambda Runtime API to the gateway.
 ///
-/// Each worker gets its own `AWS_LAMBDA_RUNTIME_API` (`127.0.0.1:PORT/<secret>`, on the runner's private listener),
-/// so the runner knows which worker asks for the next event and no other process can ask in its name. A worker is
+/// Each worker gets its own `AWS_LAMBDA_RUNTIME_API` (`127.0.0.1:PORT/<secret>`, on the gateway's private listener),
+/// so the gateway knows which worker asks for the next event and no other process can ask in its name. A worker is
 /// busy from the moment its `GET …/invocation/next` returns an event until it asks again — so its post-response
 /// push finishes before it takes more work. The invocation's timeout covers all of that, as Lambda's does: a worker
 /// still busy at the timeout is killed and replaced (its client has had its answer, or gets a 504). A worker that
@@ -14,7 +14,7 @@ import Logging
 ///
 /// The pool heals: a worker that cannot be started, or that exits before it ever asked for an event (a broken
 /// binary, a missing library, an init error), is retried with exponential backoff (``backoff(failures:)``) for as
-/// long as the runner lives, never given up on; an invocation that waits past its queue deadline with no live worker
+/// long as the gateway lives, never given up on; an invocation that waits past its queue deadline with no live worker
 /// is answered ``FunctionOutcome/unavailable(retryAfterSeconds:)`` (a 503 with `Retry-After`) and frees its slot; and
 /// ``isLive`` (what `/readyz` reports) is false while no worker is ready.
 actor WarmPool {
@@ -348,7 +348,7 @@ actor WarmPool {
         respawn = nil
         for waiting in queue {
             waiting.expiry.cancel()
-            waiting.result.resume(returning: .failed("the runner is shutting down"))
+            waiting.result.resume(returning: .failed("the gateway is shutting down"))
             Task { await waiting.finished() }
         }
         queue.removeAll()

@@ -58,7 +58,7 @@ struct FCMOverTLSTests {
                 body: event["body"]?.stringValue ?? "")
             #expect(response.status == 200)
             #expect(try eventually { try DurablePushTests.deliveries(home).allSatisfy { $0.status == "SENT" } })
-            return response.headers["x-runner-pid"].flatMap(Int32.init)
+            return response.headers["x-gateway-pid"].flatMap(Int32.init)
         }
         let firstWorker = try record(first)
         let afterFirst = try fake.stats()

@@ -276,12 +276,12 @@ struct PushSweepTests {
         let headers = ["content-type": "application/json", "authorization": "Bearer \(home.patientToken)"]
         let first = try server.request("POST", "/api/dose-records", headers: headers, body: body)
         #expect(first.status == 200)
-        let worker = try #require(first.headers["x-runner-pid"].flatMap(Int32.init))
+        let worker = try #require(first.headers["x-gateway-pid"].flatMap(Int32.init))
         // Past the deadline: the worker gave up on FCM in time and is waiting at /next, not killed.
         Thread.sleep(forTimeInterval: 2.5)
         let second = try server.request("POST", "/api/dose-records", headers: headers, body: body)
         #expect(second.status == 200 && second.json?["updatedCount"] == .number(0))
-        #expect(second.headers["x-runner-pid"].flatMap(Int32.init) == worker)
+        #expect(second.headers["x-gateway-pid"].flatMap(Int32.init) == worker)
         #expect(!server.stderr.contains("post-response work exceeded the timeout"))
         let owed = try DurablePushTests.deliveries(home)
         #expect(owed.count == 2 && owed.allSatisfy { $0.status == "PENDING" && $0.lastError == "deadline exceeded" })

@@ -13,8 +13,8 @@ import TestSupport
 /// The public edge under abuse (docs/behaviour.md#gateway): memory per request bounded before anything else, pipelined
 /// heads and per-client connections counted, a host that heals a worker it cannot start, health answers, and the
 /// dev-only key material kept off the public port and off the disk.
-@Suite("runner edge under abuse", .timeLimit(.minutes(3)))
-struct RunnerEdgeTests {
+@Suite("gateway edge under abuse", .timeLimit(.minutes(3)))
+struct GatewayEdgeTests {
     /// `echo`-like script functions: `small` takes 100 bytes, `roomy` 1 MiB (its events can outgrow Lambda's 6 MB).
     static func limitedFunctions() throws -> ScriptFunctions {
         let answer = """
@@ -29,7 +29,7 @@ struct RunnerEdgeTests {
         ])
     }
 
-    /// The runner's resident-set high-water mark and current size, in KiB.
+    /// The gateway's resident-set high-water mark and current size, in KiB.
     static func memory(of pid: Int32) throws -> (peak: Int, current: Int) {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         func field(_ name: String) -> Int {
@@ -58,7 +58,7 @@ struct RunnerEdgeTests {
         let server = try RunnerServer(arguments: ["--mode", "cold"], environment: testEnvironment())
         let connection = try RawConnection(port: server.port)
         let chunk = String(repeating: "a", count: 20 * 1024)
-        // The body never ends: only a runner that stops at the limit can answer.
+        // The body never ends: only a gateway that stops at the limit can answer.
         connection.send(
             "POST /api/dose-records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 + "Transfer-Encoding: chunked\r\n\r\n\(String(chunk.utf8.count, radix: 16))\r\n\(chunk)\r\n")
@@ -68,8 +68,8 @@ struct RunnerEdgeTests {
     }
 
     @Test(
-        "each function's maxBodyBytes is its limit at the runner; an event past Lambda's 6 MB never reaches a worker",
-        arguments: RunnerServeTests.modes)
+        "each function's maxBodyBytes is its limit at the gateway; an event past Lambda's 6 MB never reaches a worker",
+        arguments: GatewayServeTests.modes)
     func perFunctionLimit(mode: String) throws {
         let scripts = try Self.limitedFunctions()
         let server = try RunnerServer(
@@ -88,7 +88,7 @@ struct RunnerEdgeTests {
         #expect(plain.status == 200)
     }
 
-    @Test("50 concurrent 1 MiB bodies leave the runner's memory where it was (peak within 32 MiB)")
+    @Test("50 concurrent 1 MiB bodies leave the gateway's memory where it was (peak within 32 MiB)")
     func concurrentLargeBodies() throws {
         let server = try RunnerServer(arguments: ["--mode", "cold"], environment: testEnvironment())
         let port = server.port
@@ -117,9 +117,9 @@ struct RunnerEdgeTests {
 
     @Test("a head pipelined behind another in one packet is held to the header limits like any other")
     func pipelinedHeads() throws {
-        let server = try RunnerHardeningTests.limitedServer()
+        let server = try GatewayHardeningTests.limitedServer()
         let connection = try RawConnection(port: server.port)
-        // 6000 bytes: over the runner's 4096, under the decoder's own 8192 (twice the limit).
+        // 6000 bytes: over the gateway's 4096, under the decoder's own 8192 (twice the limit).
         connection.send(
             "GET /api/first HTTP/1.1\r\nHost: x\r\n\r\n"
                 + "GET /api/second HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 6000))\r\n\r\n")
@@ -252,9 +252,9 @@ struct RunnerEdgeTests {
                 "--client-address-header", "x-forwarded-for",
             ] + scripts.arguments,
             environment: testEnvironment())
-        let runner = server.client
+        let gateway = server.client
         @Sendable func post(from client: String) -> RunnerClient.Answer? {
-            try? runner.request(
+            try? gateway.request(
                 "POST", "/test/slow", headers: ["content-type": "application/json", "x-forwarded-for": client],
                 body: "{}")
         }
@@ -322,7 +322,7 @@ struct RunnerEdgeTests {
         let binary = scripts.directory.appendingPathComponent("phoenix")
         let aside = scripts.directory.appendingPathComponent("phoenix.aside")
         try FileManager.default.moveItem(at: binary, to: aside)
-        let pid = try #require(first.headers["x-runner-pid"].flatMap(Int32.init))
+        let pid = try #require(first.headers["x-gateway-pid"].flatMap(Int32.init))
         kill(pid, SIGKILL)
         #expect(server.logs("warm worker could not start; retrying"))
         let unready = try server.request("GET", "/readyz")
@@ -345,7 +345,7 @@ struct RunnerEdgeTests {
         #expect(try server.request("GET", "/readyz").status == 200)
     }
 
-    @Test("the fake Supabase JWKS routes are not on runner serve's public port, even with the FCM emulator")
+    @Test("the fake Supabase JWKS routes are not on the gateway's public port, even with the FCM emulator")
     func noJWKSRoutesOnThePublicPort() throws {
         let server = try RunnerServer(arguments: ["--mode", "cold", "--fcm-emulator"], environment: testEnvironment())
         let replace = try server.request("PUT", "/_emulator/jwks", body: #"{"keys":[]}"#)

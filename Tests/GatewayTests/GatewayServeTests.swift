@@ -9,9 +9,9 @@ import TestSupport
     import Glibc
 #endif
 
-/// `runner serve` over real HTTP, in both modes (docs/behaviour.md#gateway).
-@Suite("runner serve")
-struct RunnerServeTests {
+/// The gateway (under `runner serve`, which adds the FCM emulator) over real HTTP, in both modes (docs/behaviour.md#gateway).
+@Suite("gateway serve")
+struct GatewayServeTests {
     static let modes = ["cold", "warm"]
 
     static func server(_ mode: String, arguments: [String] = [], environment: [String: String] = testEnvironment())
@@ -34,7 +34,7 @@ struct RunnerServeTests {
             headers: ["x-request-id": "round-trip-\(mode)"])
         #expect(register.status == 200 && register.json == .object(["ok": .bool(true)]))
         #expect(register.headers["x-request-id"] == "round-trip-\(mode)")
-        // The worker's log line reaches the runner's stderr through a pipe, which may trail the response.
+        // The worker's log line reaches the gateway's stderr through a pipe, which may trail the response.
         #expect(eventually(seconds: 10) { server.stderr.contains("\"requestId\":\"round-trip-\(mode)\"") })
         #expect(
             try server.post("/api/push/unregister", bearer: caregiver, body: ["token": .string(deviceToken)]).status
@@ -163,7 +163,7 @@ struct RunnerServeTests {
         #expect(message["token"]?.stringValue == household.caregivers[0].tokens[0])
     }
 
-    @Test("SIGTERM drains an in-flight push before the runner exits", arguments: modes)
+    @Test("SIGTERM drains an in-flight push before the gateway exits", arguments: modes)
     func drainOnSigterm(mode: String) throws {
         let server = try Self.server(mode)
         let household = try RecordingHousehold.make(devicesPerCaregiver: [1])
@@ -191,7 +191,7 @@ struct RunnerServeTests {
             let answer = try server.post(
                 "/api/push/unregister", bearer: caregiver, body: ["token": .string("token-\(index)")])
             #expect(answer.status == 200)
-            if let pid = answer.headers["x-runner-pid"] { pids.insert(pid) }
+            if let pid = answer.headers["x-gateway-pid"] { pids.insert(pid) }
         }
         #expect(!pids.isEmpty && pids.count <= 2)
     }

@@ -12,15 +12,15 @@ import TestSupport
     import Glibc
 #endif
 
-/// `runner serve` as the host that faces the internet: a stranger on the public port, invocations bounded like
+/// The gateway (here under `runner serve`, which adds only the FCM emulator) as the host that faces the internet: a stranger on the public port, invocations bounded like
 /// Lambda's, and the public port's limits against hostile HTTP.
-@Suite("runner serve hardening", .timeLimit(.minutes(3)))
-struct RunnerHardeningTests {
+@Suite("gateway serve hardening", .timeLimit(.minutes(3)))
+struct GatewayHardeningTests {
     // MARK: The Runtime API is not on the public port
 
-    /// The `AWS_LAMBDA_RUNTIME_API` of each warm worker of `runner` (read from /proc, as another local user of the
-    /// same account could).
-    static func workerRuntimeAPIs(runner: Int32) throws -> [String] {
+    /// The `AWS_LAMBDA_RUNTIME_API` of each warm worker of the gateway process `gateway` (read from /proc, as
+    /// another local user of the same account could).
+    static func workerRuntimeAPIs(gateway: Int32) throws -> [String] {
         var apis: [String] = []
         for entry in try FileManager.default.contentsOfDirectory(atPath: "/proc") {
             guard let pid = Int32(entry),
@@ -28,7 +28,7 @@ struct RunnerHardeningTests {
                 let close = stat.lastIndex(of: ")")
             else { continue }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 2, Int32(fields[1]) == runner,
+            guard fields.count > 2, Int32(fields[1]) == gateway,
                 let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ")
             else { continue }
             for variable in environ.split(separator: 0) {
@@ -41,7 +41,7 @@ struct RunnerHardeningTests {
 
     @Test("a stranger on the public port gets 404 for every Runtime API path, real worker secrets included")
     func strangerOnThePublicPort() throws {
-        let server = try RunnerServeTests.server("warm", arguments: ["--warm-workers", "2"])
+        let server = try GatewayServeTests.server("warm", arguments: ["--warm-workers", "2"])
         let caregiver = try caregiverToken(UUID())
         // The workers start once the port is bound; wait until all of them (two per routed function of the table)
         // have their secrets.
@@ -51,7 +51,7 @@ struct RunnerHardeningTests {
         let workers = table.functions.filter { $0.routeKey != nil }.reduce(0) { $0 + min(2, $1.concurrency) }
         var apis: [String] = []
         for _ in 0..<100 where apis.count < workers {
-            apis = try Self.workerRuntimeAPIs(runner: server.pid)
+            apis = try Self.workerRuntimeAPIs(gateway: server.pid)
             if apis.count < workers { Thread.sleep(forTimeInterval: 0.05) }
         }
         #expect(apis.count == workers)
@@ -115,7 +115,7 @@ struct RunnerHardeningTests {
         #expect(real.count == 20)
         #expect(real.allSatisfy { $0.status == 200 && $0.json == .object(["ok": .bool(true)]) })
         // No process id in a default answer.
-        #expect(real.allSatisfy { $0.headers["x-runner-pid"] == nil })
+        #expect(real.allSatisfy { $0.headers["x-gateway-pid"] == nil })
 
         // The private listener itself knows only the real secrets.
         let privateBase = try #require(apis.first?.split(separator: "/").first)
@@ -144,12 +144,12 @@ struct RunnerHardeningTests {
         let first = try server.request(
             "POST", "/test/lingering", headers: ["content-type": "application/json"], body: "{}")
         #expect(first.status == 200)
-        let firstPID = try #require(first.headers["x-runner-pid"].flatMap(Int32.init))
+        let firstPID = try #require(first.headers["x-gateway-pid"].flatMap(Int32.init))
         // The worker is still sleeping in its post-response work; the next event must wait for its replacement.
         let second = try server.request(
             "POST", "/test/lingering", headers: ["content-type": "application/json"], body: "{}")
         #expect(second.status == 200)
-        let secondPID = try #require(second.headers["x-runner-pid"].flatMap(Int32.init))
+        let secondPID = try #require(second.headers["x-gateway-pid"].flatMap(Int32.init))
         #expect(secondPID != firstPID)
         #expect(kill(firstPID, 0) != 0)
         #expect(server.logs("post-response work exceeded the timeout"))
@@ -157,7 +157,7 @@ struct RunnerHardeningTests {
 
     @Test(
         "a function over its memory size dies and gets a 502; with room it answers; the host goes on",
-        arguments: RunnerServeTests.modes)
+        arguments: GatewayServeTests.modes)
     func memoryLimit(mode: String) throws {
         // Python allocating 256 MiB at once: a MemoryError (and the process's end) under a 64 MB limit, nothing
         // under 1024 MB. Warm, the Python process is the worker itself, so its death is the worker's.

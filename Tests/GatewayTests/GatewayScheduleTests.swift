@@ -8,13 +8,13 @@ import TestSupport
     import Glibc
 #endif
 
-/// `runner serve` running scheduled functions (like `push-sweep`) at their rate, cold and warm, with script
+/// The gateway (under `runner serve`) running scheduled functions (like `push-sweep`) at their rate, cold and warm, with script
 /// functions standing in for the real one.
-@Suite("runner schedules")
-struct RunnerScheduleTests {
+@Suite("gateway schedules")
+struct GatewayScheduleTests {
     static let modes = ["cold", "warm"]
 
-    /// A summary in push-sweep's shape, with one text member the runner must never log.
+    /// A summary in push-sweep's shape, with one text member the gateway must never log.
     static let summary = #"{"leased":3,"sent":2,"failed":1,"note":"opaque-text-7f3a"}"#
 
     /// `sweep` saves each event it gets (to `$SCRIPT_PID_DIR/events/`) and prints ``summary``; `slow-sweep` logs
@@ -106,7 +106,7 @@ struct RunnerScheduleTests {
         return true
     }
 
-    /// The runner's `scheduled run` lines for `function`, parsed.
+    /// The gateway's `scheduled run` lines for `function`, parsed.
     static func runLogs(_ server: RunnerServer, function: String) -> [[String: JSONValue]] {
         server.stderr.split(separator: "\n").compactMap { line in
             guard let object = (try? JSONValue.parse(String(line)))?.objectValue,
