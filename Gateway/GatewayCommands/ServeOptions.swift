@@ -37,7 +37,7 @@ package struct ServeOptions: ParsableArguments {
     @Option(help: "Seconds in-flight work (post-response pushes included) gets after SIGTERM/SIGINT.")
     var graceSeconds: Int = 15
 
-    @Flag(help: "Add x-runner-pid (the process that answered) to function responses. Off by default: it is internal.")
+    @Flag(help: "Add x-gateway-pid (the process that answered) to function responses. Off by default: it is internal.")
     var debugHeaders = false
 
     @OptionGroup var limits: HTTPLimitOptions
@@ -57,8 +57,7 @@ package struct ServeOptions: ParsableArguments {
         var logger = Logger(label: label)
         logger[metadataKey: "function"] = .string(label)
         guard let mode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
-        if let maxBody, maxBody <= 0 { throw ValidationError("--max-body must be positive") }
-        if let warmWorkers, warmWorkers <= 0 { throw ValidationError("--warm-workers must be positive") }
+        try requirePositive([("--max-body", maxBody), ("--warm-workers", warmWorkers)])
         let table = try infra.functionTable()
         let binDirectory = infra.binaryDirectory()
         let schedules = try schedules.setting()
@@ -121,15 +120,13 @@ package struct HTTPLimitOptions: ParsableArguments {
     package init() {}
 
     package func limits() throws -> HTTPLimits {
-        for (name, value) in [
+        try requirePositive([
             ("--max-header-bytes", maxHeaderBytes), ("--max-header-count", maxHeaderCount),
             ("--header-timeout-ms", headerTimeoutMs), ("--body-timeout-ms", bodyTimeoutMs),
             ("--idle-timeout-ms", idleTimeoutMs), ("--max-connections", maxConnections),
             ("--max-connections-per-client", maxConnectionsPerClient),
             ("--max-requests-per-client", maxRequestsPerClient),
-        ] where value <= 0 {
-            throw ValidationError("\(name) must be positive")
-        }
+        ])
         var limits = HTTPLimits()
         limits.maxHeadBytes = maxHeaderBytes
         limits.maxHeaderCount = maxHeaderCount
@@ -165,7 +162,15 @@ package struct ScheduleOptions: ParsableArguments {
     package func setting() throws -> Scheduler.Setting {
         if noSchedules { return .off }
         guard let scheduleIntervalMs else { return .table }
-        guard scheduleIntervalMs > 0 else { throw ValidationError("--schedule-interval-ms must be positive") }
+        try requirePositive([("--schedule-interval-ms", scheduleIntervalMs)])
         return .every(.milliseconds(scheduleIntervalMs))
+    }
+}
+
+/// The one check of the numeric options: each given value (`nil`: the option was not given) must be above zero.
+/// - Throws: `ValidationError` naming the first option that is not.
+func requirePositive(_ options: [(name: String, value: Int?)]) throws {
+    for (name, value) in options {
+        if let value, value <= 0 { throw ValidationError("\(name) must be positive") }
     }
 }

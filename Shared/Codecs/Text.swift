@@ -5,6 +5,15 @@ extension String {
     }
 }
 
+extension Int {
+    /// The decimal integer `text` is (`Int(_:)`'s grammar: an optional sign, then digits) when it lies in `range`;
+    /// `nil` otherwise. The one parser of the bounded numbers in environment variables and configuration.
+    package init?(_ text: String, in range: ClosedRange<Int>) {
+        guard let value = Int(text), range.contains(value) else { return nil }
+        self = value
+    }
+}
+
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs (HTTP's optional whitespace, RFC 9110 §5.6.3), which is
     /// what `trimmingCharacters(in: .whitespaces)` was used for before FoundationEssentials.

@@ -28,6 +28,25 @@ struct ConfigurationTests {
         }
     }
 
+    @Test(
+        "DATABASE_LOCK_TIMEOUT_MS and DATABASE_STATEMENT_TIMEOUT_MS are 1 to 60000 ms; anything else is an error naming it and the range, and the default holds"
+    )
+    func transactionBounds() {
+        let edges = Configuration(environment: [
+            "DATABASE_LOCK_TIMEOUT_MS": "1", "DATABASE_STATEMENT_TIMEOUT_MS": "60000",
+        ])
+        #expect(edges.errors.isEmpty)
+        #expect(edges.transactionSettings.lockTimeoutMilliseconds == 1)
+        #expect(edges.transactionSettings.statementTimeoutMilliseconds == 60_000)
+        for bad in ["0", "60001", "-1", "2s", "1e3"] {
+            let configuration = Configuration(environment: ["DATABASE_STATEMENT_TIMEOUT_MS": bad])
+            #expect(configuration.transactionSettings.statementTimeoutMilliseconds == 5000, "\(bad)")
+            #expect(configuration.transactionSettings.lockTimeoutMilliseconds == 2000, "\(bad)")
+            #expect(configuration.errors.map(\.variable) == ["DATABASE_STATEMENT_TIMEOUT_MS"], "\(bad)")
+            #expect(configuration.errors.map(\.reason) == ["must be 1 to 60000 milliseconds"], "\(bad)")
+        }
+    }
+
     @Test("malformed values are recorded against their variable, not crashed on")
     func malformedValues() {
         let configuration = Configuration(environment: [

@@ -1,3 +1,4 @@
+import Codecs
 import Libpq
 import Curl
 import FunctionRuntime
@@ -111,25 +112,10 @@ public struct Configuration: Sendable {
         fcmServiceAccountFile = value("FCM_SERVICE_ACCOUNT_FILE")
         fcmAPIBaseURL = value("FCM_API_BASE_URL") ?? "https://fcm.googleapis.com"
         trustStore = TrustStore(environment: value, fileExists: { FileManager.default.isReadableFile(atPath: $0) })
-        var bounds: [Int] = []
-        for (name, fallback) in [("DATABASE_LOCK_TIMEOUT_MS", 2000), ("DATABASE_STATEMENT_TIMEOUT_MS", 5000)] {
-            guard let raw = value(name) else {
-                bounds.append(fallback)
-                continue
-            }
-            guard let milliseconds = Int(raw), (1...60_000).contains(milliseconds) else {
-                errors.append(ConfigurationError(variable: name, reason: "must be 1 to 60000 milliseconds"))
-                bounds.append(fallback)
-                continue
-            }
-            bounds.append(milliseconds)
-        }
-        transactionSettings = TransactionSettings(
-            lockTimeoutMilliseconds: bounds[0], statementTimeoutMilliseconds: bounds[1])
         var errors = self.errors
         func integer(_ name: String, default fallback: Int, range: ClosedRange<Int>, unit: String) -> Int {
             guard let raw = value(name) else { return fallback }
-            guard let number = Int(raw), range.contains(number) else {
+            guard let number = Int(raw, in: range) else {
                 errors.append(
                     ConfigurationError(
                         variable: name, reason: "must be \(range.lowerBound) to \(range.upperBound) \(unit)"))
@@ -137,6 +123,11 @@ public struct Configuration: Sendable {
             }
             return number
         }
+        transactionSettings = TransactionSettings(
+            lockTimeoutMilliseconds: integer(
+                "DATABASE_LOCK_TIMEOUT_MS", default: 2000, range: 1...60_000, unit: "milliseconds"),
+            statementTimeoutMilliseconds: integer(
+                "DATABASE_STATEMENT_TIMEOUT_MS", default: 5000, range: 1...60_000, unit: "milliseconds"))
         pushSendDeadlineMilliseconds = integer(
             "PUSH_SEND_DEADLINE_MS", default: 10_000, range: 1...900_000, unit: "milliseconds")
         pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")

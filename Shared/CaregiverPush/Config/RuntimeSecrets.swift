@@ -1,3 +1,4 @@
+import Codecs
 import FoundationEssentials
 import FunctionRuntime
 import Logging
@@ -39,9 +40,7 @@ public final class RuntimeSecrets {
         self.environment = environment
         self.read = read
         self.refreshRead = refreshRead ?? read
-        let seconds = environment["SECRETS_REFRESH_SECONDS"].flatMap { Int($0) }.flatMap {
-            (1...86_400).contains($0) ? $0 : nil
-        }
+        let seconds = environment["SECRETS_REFRESH_SECONDS"].flatMap { Int($0, in: 1...86_400) }
         refreshInterval = .seconds(seconds ?? 300)
         grace = .seconds(2 * (seconds ?? 300))
     }

@@ -33,7 +33,7 @@ public struct LocalDate: Sendable, Equatable, Comparable, CustomStringConvertibl
     }
 
     public var text: String {
-        "\(String(year).leftPadded(to: 4))-\(String(month).leftPadded(to: 2))-\(String(day).leftPadded(to: 2))"
+        Timestamp.dateText(year: year, month: month, day: day)
     }
 
     public var description: String { text }

@@ -41,7 +41,7 @@ struct Medication {
     /// The statement that returns a row when `minuteOfDay` (with zero seconds) is one of medication `id`'s schedule
     /// times.
     static func scheduleTimeQuery(_ id: UUID, minuteOfDay: Int) -> PostgresQuery {
-        let time = "\(String(minuteOfDay / 60).leftPadded(to: 2)):\(String(minuteOfDay % 60).leftPadded(to: 2)):00"
+        let time = Timestamp.hourMinuteText(minuteOfDay: minuteOfDay) + ":00"
         return
             "SELECT 1 FROM caregiver_push.medication_schedule_times WHERE medication_id = \(id) AND time_of_day = \(time)::time"
     }

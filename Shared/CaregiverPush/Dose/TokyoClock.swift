@@ -10,7 +10,7 @@ public enum TokyoClock {
     /// The Tokyo calendar date of an instant, `YYYY-MM-DD`.
     public static func dateString(of instant: Date) -> String {
         let (year, month, day) = Timestamp.civil(fromDays: localSeconds(instant).floorDiv(86_400))
-        return "\(String(year).leftPadded(to: 4))-\(String(month).leftPadded(to: 2))-\(String(day).leftPadded(to: 2))"
+        return Timestamp.dateText(year: year, month: month, day: day)
     }
 
     /// Minutes since Tokyo midnight, 0 ..< 1440.
@@ -20,8 +20,7 @@ public enum TokyoClock {
 
     /// `HH:mm` of an instant in Tokyo.
     public static func hourMinute(_ instant: Date) -> String {
-        let minute = minuteOfDay(instant)
-        return "\(String(minute / 60).leftPadded(to: 2)):\(String(minute % 60).leftPadded(to: 2))"
+        Timestamp.hourMinuteText(minuteOfDay: minuteOfDay(instant))
     }
 
     private static func localSeconds(_ instant: Date) -> Int64 {

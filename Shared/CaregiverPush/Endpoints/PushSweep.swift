@@ -107,12 +107,7 @@ public struct PushSweep: ScheduledJob {
     ) -> Summary {
         var summary = summary
         summary.stoppedEarly = reason
-        var metadata: Logger.Metadata = ["error.type": .string(String(describing: type(of: error)))]
-        if let postgresError = error as? PostgresError {
-            metadata["db.code"] = .string(postgresError.code.description)
-            if let sqlState = postgresError.sqlState { metadata["db.sqlstate"] = .string(sqlState.rawValue) }
-        }
-        context.logger.error("push sweep stopped early", metadata: metadata)
+        context.logger.error("push sweep stopped early", metadata: ErrorMetadata.of(error))
         return finished(summary, report: report, context: context)
     }
 

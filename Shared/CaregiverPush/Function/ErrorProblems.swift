@@ -55,16 +55,14 @@ extension Problem {
             logger.warning("request refused", metadata: ["db.code": .string(postgresError.code.description)])
             return .badRequest("The request holds a NUL character, which cannot be stored.")
         case let postgresError as PostgresError:
-            var metadata: Logger.Metadata = ["db.code": .string(postgresError.code.description)]
-            if let sqlState = postgresError.sqlState { metadata["db.sqlstate"] = .string(sqlState.rawValue) }
             logger.error(
-                postgresError.isUnavailable ? "database unavailable" : "database error", metadata: metadata)
+                postgresError.isUnavailable ? "database unavailable" : "database error",
+                metadata: ErrorMetadata.database(postgresError))
             return postgresError.problem
         case let convertible as any ProblemConvertible:
             return convertible.problem
         default:
-            logger.error(
-                "unexpected error", metadata: ["error.type": .string(String(describing: Swift.type(of: error)))])
+            logger.error("unexpected error", metadata: ErrorMetadata.of(error))
             return .internalError()
         }
     }

@@ -174,14 +174,9 @@ enum DeliveryQueue {
                 )
                 database.close()
             } catch {
-                var metadata: Logger.Metadata = ["error.type": .string(String(describing: type(of: error)))]
-                if let error = error as? PostgresError {
-                    metadata["db.code"] = .string(error.code.description)
-                    if let sqlState = error.sqlState { metadata["db.sqlstate"] = .string(sqlState.rawValue) }
-                }
                 logger.error(
                     "push outcomes could not be recorded; the leases will run out and the sweep will resend",
-                    metadata: metadata)
+                    metadata: ErrorMetadata.of(error))
                 return nil
             }
         }

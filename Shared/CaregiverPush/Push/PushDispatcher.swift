@@ -116,9 +116,7 @@ public struct PushDispatcher {
                     "push skipped: PUSH_ENVIRONMENT is not DEV or PROD",
                     metadata: ["config.variable": "PUSH_ENVIRONMENT"])
             } else {
-                log.warning(
-                    "push skipped: no FCM service account configured",
-                    metadata: ["config.variable": "FCM_SERVICE_ACCOUNT_JSON"])
+                PushResources.logNoServiceAccount(log)
             }
             return Report(skippedReason: "environment")
         }
@@ -153,9 +151,7 @@ public struct PushDispatcher {
             lease = try DeliveryQueue.lease(
                 eventKey: eventKey, limit: limit, configuration: configuration, database: database)
         } catch {
-            log.error(
-                "push deferred to the sweep: deliveries could not be leased",
-                metadata: ["error.type": .string(String(describing: type(of: error)))])
+            log.error("push deferred to the sweep: deliveries could not be leased", metadata: ErrorMetadata.of(error))
             return Report(skippedReason: "lease")
         }
         guard !lease.deliveries.isEmpty else {
@@ -174,9 +170,7 @@ public struct PushDispatcher {
                             eventKey: eventKey, limit: limit, configuration: configuration, database: database)
                         return Lease(token: next.token, deliveries: next.deliveries, deadline: leaseDeadline)
                     } catch {
-                        log.error(
-                            "push: the next deliveries could not be leased",
-                            metadata: ["error.type": .string(String(describing: type(of: error)))])
+                        log.error("push: the next deliveries could not be leased", metadata: ErrorMetadata.of(error))
                         return nil
                     }
                 }, batchSize: limit, pacer: continuation.pacer)

@@ -27,9 +27,7 @@ public final class PushResources {
         case .ready(let provider):
             return provider
         case .notConfigured:
-            logger.warning(
-                "push skipped: no FCM service account configured",
-                metadata: ["config.variable": "FCM_SERVICE_ACCOUNT_JSON"])
+            Self.logNoServiceAccount(logger)
             return nil
         case .misconfigured(let error):
             logger.error(
@@ -39,6 +37,14 @@ public final class PushResources {
         case .unloaded:
             return nil
         }
+    }
+
+    /// The one warning of a process that has no FCM service account (`FCM_SERVICE_ACCOUNT_JSON` or `_FILE`): its
+    /// pushes are skipped, and the request that owed them is unaffected.
+    static func logNoServiceAccount(_ logger: Logger) {
+        logger.warning(
+            "push skipped: no FCM service account configured",
+            metadata: ["config.variable": "FCM_SERVICE_ACCOUNT_JSON"])
     }
 
     /// The process's FCM client: kept, so that a warm process (and a sweep's batches) reuse its connections.

@@ -10,8 +10,8 @@ public enum Timestamp {
         let fraction = micros - seconds * 1_000_000
         let (day, secondOfDay) = (seconds.floorDiv(86_400), seconds.floorMod(86_400))
         let (year, month, dayOfMonth) = civil(fromDays: day)
-        var text = "\(pad(year, 4))-\(pad(month, 2))-\(pad(dayOfMonth, 2))T"
-        text += "\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2))"
+        var text = dateText(year: year, month: month, day: dayOfMonth) + "T"
+        text += "\(hourMinuteText(minuteOfDay: secondOfDay / 60)):\(pad(secondOfDay % 60, 2))"
         if fraction != 0 {
             var digits = pad(fraction, 6)
             while digits.count > 3, digits.hasSuffix("0") { digits.removeLast() }
@@ -95,6 +95,16 @@ public enum Timestamp {
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanos) / 1_000_000_000)
+    }
+
+    /// `YYYY-MM-DD`: the one rendering of a calendar date (RFC 3339's `full-date`).
+    package static func dateText(year: Int64, month: Int64, day: Int64) -> String {
+        "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
+    }
+
+    /// `HH:mm` of a minute of the day, 0 ..< 1440: the one rendering of a wall-clock time to the minute.
+    package static func hourMinuteText(minuteOfDay: some BinaryInteger) -> String {
+        "\(pad(minuteOfDay / 60, 2)):\(pad(minuteOfDay % 60, 2))"
     }
 
     private static func pad(_ value: some BinaryInteger, _ width: Int) -> String {

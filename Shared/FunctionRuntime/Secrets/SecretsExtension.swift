@@ -29,10 +29,7 @@ public struct SecretsExtension: Sendable {
     public init(
         environment: [String: String], readinessWaitMilliseconds: Int = 3000, requestTimeoutMilliseconds: Int = 2000
     ) {
-        port =
-            environment["PARAMETERS_SECRETS_EXTENSION_HTTP_PORT"].flatMap { Int($0) }.flatMap {
-                (1...65535).contains($0) ? $0 : nil
-            } ?? 2773
+        port = environment["PARAMETERS_SECRETS_EXTENSION_HTTP_PORT"].flatMap { Int($0, in: 1...65535) } ?? 2773
         sessionToken = environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         self.readinessWaitMilliseconds = readinessWaitMilliseconds
         self.requestTimeoutMilliseconds = requestTimeoutMilliseconds
