@@ -10,8 +10,9 @@ import Logging
 
 /// Runs a handler as a process, the way a serverless host invokes it (docs/behaviour.md#contract-one-shot).
 ///
-/// One-shot (default): read one event from stdin to EOF, write the response, flush and close stdout, then run the
-/// post-response work, then exit 0. A host reading stdout to EOF thus has the response before any push is sent.
+/// One-shot (default): read one event from stdin to EOF and hand it to the handler with a way to respond — write the
+/// response, flush and close stdout — after which the handler does its post-response work; then exit 0. A host
+/// reading stdout to EOF thus has the response before any push is sent.
 /// With `AWS_LAMBDA_RUNTIME_API` set: loop on the Lambda Runtime API instead (``RuntimeAPILoop``).
 public enum FunctionHost {
     /// The largest event read, on stdin or from the Runtime API: Lambda's own limit on a synchronous invocation's
@@ -47,30 +48,50 @@ public enum FunctionHost {
     }
 
     /// One-shot mode. Returns the exit status: 0 once a response was written, 1 when none could be.
+    ///
+    /// The handler answers through `respond`, which writes the document and closes stdout: a host reading stdout to
+    /// EOF has its answer while the handler goes on to its post-response work.
     static func runOnce<H: InvocationHandling>(_ handler: H, resources: H.Resources) -> Int32 {
         let started = ContinuousClock.now
         let metrics = InvocationMetrics()
         metrics.set(.coldStart, 1)
-        let result: InvocationOutput<H.Document>
+        var written: Bool?
+        let respond = { (document: H.Document) throws in
+            guard written == nil else {
+                handler.logger.error("a second response was dropped")
+                return
+            }
+            written = writeResponse(document, logger: handler.logger)
+            guard written == true else { throw ResponseNotDelivered() }
+        }
         switch StandardStreams.readInput(limit: eventLimit) {
         case .some(let bytes):
-            result = handler.handle(InvocationInput(eventBytes: bytes, metrics: metrics), resources: resources)
+            handler.handle(InvocationInput(eventBytes: bytes, metrics: metrics), resources: resources, respond: respond)
         case .none:
-            result = handler.oversizedEvent(limit: eventLimit)
+            try? respond(handler.oversizedEvent(limit: eventLimit))
         }
-        guard let document = JSONCoding.encode(result.document) else {
-            handler.logger.critical("response could not be encoded")
+        guard let written else {
+            handler.logger.critical("the handler returned without a response")
             return 1
         }
-        guard StandardStreams.writeAll(document + [UInt8(ascii: "\n")], to: STDOUT_FILENO) else {
-            handler.logger.critical("response could not be written to stdout")
-            return 1
-        }
-        StandardStreams.closeOutput()
-        result.afterResponse?.run()
+        guard written else { return 1 }
         handler.release(resources)
         emitMetrics(metrics, handler: handler, started: started)
         return 0
+    }
+
+    /// Writes `document` as one line on stdout and closes it. Returns whether it was written.
+    private static func writeResponse(_ document: some Encodable, logger: Logger) -> Bool {
+        guard let bytes = JSONCoding.encode(document) else {
+            logger.critical("response could not be encoded")
+            return false
+        }
+        guard StandardStreams.writeAll(bytes + [UInt8(ascii: "\n")], to: STDOUT_FILENO) else {
+            logger.critical("response could not be written to stdout")
+            return false
+        }
+        StandardStreams.closeOutput()
+        return true
     }
 
     /// Writes the invocation's EMF line (with its duration, response to end of post-response work) on stderr.

@@ -36,13 +36,8 @@ public struct FunctionRequest: Sendable {
             }
         }
         guard body.count <= bodyLimit else { throw Problem.payloadTooLarge(limit: bodyLimit) }
-        self.init(event: event, method: actual, requestID: requestID, body: body)
-    }
-
-    /// A request as it is after the checks (for tests and fuzzing, which build one directly).
-    init(event: APIGatewayV2Request, method: String, requestID: String, body: [UInt8]) {
         self.event = event
-        self.method = method
+        self.method = actual
         self.path = event.rawPath ?? event.requestContext?.http?.path ?? "/"
         self.requestID = requestID
         self.body = body

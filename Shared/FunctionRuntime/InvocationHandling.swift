@@ -24,28 +24,9 @@ public struct InvocationInput {
     }
 }
 
-/// The work an invocation owes once its response has been delivered (the push after a recording), bound to the
-/// invocation's own resources by whoever made it. The one value that travels from the endpoint to the host.
-///
-/// Not `Sendable`: it runs on the invocation's thread with the invocation's connection.
-public struct AfterResponse {
-    public let run: () -> Void
-
-    public init(_ run: @escaping () -> Void) {
-        self.run = run
-    }
-}
-
-/// What an invocation produced: the response document, then the work to run once it has been delivered.
-public struct InvocationOutput<Document: Encodable & Sendable> {
-    public var document: Document
-    public var afterResponse: AfterResponse?
-
-    public init(document: Document, afterResponse: AfterResponse? = nil) {
-        self.document = document
-        self.afterResponse = afterResponse
-    }
-}
+/// Thrown by a host's `respond` when the response could not be delivered (it could not be encoded, or stdout could
+/// not be written): the host has logged why, and what the handler would have done after its response is not done.
+public struct ResponseNotDelivered: Error {}
 
 /// A response document of whichever type, for a handler whose answers differ in type (a problem or a summary).
 /// Encodes exactly as the value it holds.
@@ -75,13 +56,20 @@ public protocol InvocationHandling {
     /// The CloudWatch EMF namespace of the invocation's metrics line.
     var metricsNamespace: String { get }
 
-    /// Handles one invocation. Never throws: every failure is a response document.
-    func handle(_ input: InvocationInput, resources: Resources) -> InvocationOutput<Document>
+    /// Handles one invocation: answers it once through `respond`, then does what it owes after the answer (the push
+    /// after a recording). Never throws: every failure is a response document.
+    ///
+    /// `respond` is the host's: in one-shot mode it writes the document to stdout and closes it, in the Runtime-API
+    /// loop it posts it to `/response`; either way the caller has its answer when `respond` returns. It throws
+    /// ``ResponseNotDelivered`` when the answer could not be delivered. A second call is logged and dropped; a handler
+    /// that returns without calling it leaves the host without an answer (one-shot: exit status 1; the loop: the
+    /// Runtime API's `/error`).
+    func handle(_ input: InvocationInput, resources: Resources, respond: (Document) throws -> Void)
 
     /// The answer to an event larger than the host accepts.
-    func oversizedEvent(limit: Int) -> InvocationOutput<Document>
+    func oversizedEvent(limit: Int) -> Document
 
-    /// One-shot mode's end, once the post-response work is done: let go of what the process held.
+    /// One-shot mode's end, once the invocation is done: let go of what the process held.
     func release(_ resources: Resources)
 }
 

@@ -94,26 +94,43 @@ struct RuntimeAPILoop<H: InvocationHandling> {
         return ContinuousClock.now + .milliseconds(Int64((remaining * 1000).rounded(.down)))
     }
 
+    /// Hands the event to the handler with a way to respond — `POST …/response` — after which the handler does its
+    /// post-response work; a response that cannot be encoded is reported to `…/error` instead, and so is a handler
+    /// that returned without responding.
     private func handle(_ invocation: Invocation, coldStart: Bool, client: CurlClient) {
         let started = ContinuousClock.now
         let metrics = InvocationMetrics()
         metrics.set(.coldStart, coldStart ? 1 : 0)
-        let result =
-            invocation.tooLarge
-            ? handler.oversizedEvent(limit: FunctionHost.eventLimit)
-            : handler.handle(
+        let path = "\(base)/invocation/\(invocation.requestID.percentEncoded)"
+        var responded = false
+        let respond = { (document: H.Document) throws in
+            guard !responded else {
+                handler.logger.error("a second response was dropped")
+                return
+            }
+            responded = true
+            guard let body = JSONCoding.encode(document) else {
+                post(
+                    "\(path)/error",
+                    body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"),
+                    client: client)
+                throw ResponseNotDelivered()
+            }
+            post("\(path)/response", body: body, client: client)
+        }
+        if invocation.tooLarge {
+            try? respond(handler.oversizedEvent(limit: FunctionHost.eventLimit))
+        } else {
+            handler.handle(
                 InvocationInput(
                     eventBytes: invocation.event, requestIDFallback: invocation.requestID,
                     deadline: invocation.deadline, metrics: metrics),
-                resources: resources)
-        let path = "\(base)/invocation/\(invocation.requestID.percentEncoded)"
-        if let body = JSONCoding.encode(result.document) {
-            post("\(path)/response", body: body, client: client)
-            result.afterResponse?.run()
-        } else {
+                resources: resources, respond: respond)
+        }
+        if !responded {
+            handler.logger.critical("the handler returned without a response")
             post(
-                "\(path)/error",
-                body: Self.errorBody(type: "Runtime.SerializationError", message: "response not encodable"),
+                "\(path)/error", body: Self.errorBody(type: "Runtime.NoResponse", message: "no response"),
                 client: client)
         }
         FunctionHost.emitMetrics(metrics, handler: handler, started: started)

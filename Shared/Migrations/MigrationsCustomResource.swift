@@ -107,14 +107,22 @@ public struct MigrationsCustomResource: InvocationHandling {
         resources.release()
     }
 
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput<AnyDocument> {
+    /// Applies the migrations and answers CloudFormation, then answers the host once with the summary.
+    public func handle(
+        _ input: InvocationInput, resources: FunctionResources, respond: (AnyDocument) throws -> Void
+    ) {
+        // A response the host could not deliver is the host's to log; CloudFormation has had its answer.
+        try? respond(summary(of: input))
+    }
+
+    private func summary(of input: InvocationInput) -> AnyDocument {
         let request: Request
         do {
             request = try Self.parse(input.eventBytes, extraOrigin: extraResponseOrigin)
         } catch {
             // Nowhere to answer: the event is not CloudFormation's. Nothing was changed.
             logger.error("event is not a custom-resource request", metadata: ["error": .string(error.detail)])
-            return InvocationOutput(document: AnyDocument(error))
+            return AnyDocument(error)
         }
         var log = logger
         log[metadataKey: "requestId"] = .string(request.requestID.map { String($0.prefix(128)) } ?? "")
@@ -127,12 +135,12 @@ public struct MigrationsCustomResource: InvocationHandling {
         let summary = Summary(
             requestType: request.requestType.map { String($0.prefix(16)) } ?? "", status: response.status,
             applied: applied, responded: responded)
-        return InvocationOutput(document: AnyDocument(summary))
+        return AnyDocument(summary)
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationOutput<AnyDocument> {
+    public func oversizedEvent(limit: Int) -> AnyDocument {
         logger.error("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
-        return InvocationOutput(document: AnyDocument(Problem.badRequest("The event is too large.")))
+        return AnyDocument(Problem.badRequest("The event is too large."))
     }
 
     /// The request's fields; only `ResponseURL` is needed to answer at all (the others are checked by ``outcome``).

@@ -10,14 +10,15 @@ import TestSupport
 @Suite("round trips per request")
 struct RoundTripTests {
     /// Invokes `endpoint` as ``invoke(_:event:environment:)`` does, on a session that is already connected (as a
-    /// warm process's is), and counts the round trips of the request (the post-response push is not run).
+    /// warm process's is), and counts the round trips of the request up to its response (the post-response push
+    /// comes after it).
     static func countedInvoke(
         _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment()
     ) throws -> (invocation: Invocation, roundTrips: Int) {
         var connection: PostgresConnection?
-        var before = 0
+        var (before, atResponse) = (0, 0)
         let invocation = try invokeInProcess(
-            endpoint, event: event, environment: environment, runAfterResponse: false,
+            endpoint, event: event, environment: environment,
             prepare: {
                 connection = try $0.connection()
                 before = connection?.roundTrips ?? 0
@@ -25,8 +26,9 @@ struct RoundTripTests {
             inspect: { session in
                 let current = try session.connection()
                 #expect(current === connection, "the invocation reconnected")
+                atResponse = current.roundTrips
             })
-        return (invocation, (connection?.roundTrips ?? 0) - before)
+        return (invocation, atResponse - before)
     }
 
     static func pushEvents(patient: UUID) throws -> Int {

@@ -5,6 +5,7 @@ import CaregiverPush
 import Foundation
 import Logging
 import Synchronization
+import Testing
 
 /// The HS256 secret the tests configure, as a Supabase project's legacy JWT secret would be.
 package let testJWTSecret = "test-secret-with-at-least-32-characters-of-entropy"
@@ -88,17 +89,23 @@ package struct Invocation {
 package func invoke(
     _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(), now: Date = Date()
 ) -> Invocation {
-    invokeInProcess(endpoint, event: event, environment: environment, now: now, prepare: { _ in }, inspect: { _ in })
+    do {
+        return try invokeInProcess(endpoint, event: event, environment: environment, now: now)
+    } catch {
+        Issue.record("\(error)")
+        return Invocation(response: .problem(.internalError(), requestID: "none"), log: "")
+    }
 }
 
 /// ``invoke(_:event:environment:)`` with hooks on the invocation's database session: `prepare` runs before the event
-/// is handed over, `inspect` after the response (and before the post-response work, which runs only when
-/// `runAfterResponse` is set).
+/// is handed over, `inspect` when the response arrives (before the endpoint's post-response work).
+///
+/// The host's `respond` here keeps the response in memory; the endpoint then goes on with its post-response work
+/// (the push), and this returns when the invocation is over. A response given twice is recorded as an issue.
 package func invokeInProcess(
     _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(), now: Date = Date(),
-    runAfterResponse: Bool = true, prepare: (DatabaseSession) throws -> Void = { _ in },
-    inspect: (DatabaseSession) throws -> Void = { _ in }
-) rethrows -> Invocation {
+    prepare: (DatabaseSession) throws -> Void = { _ in }, inspect: (DatabaseSession) throws -> Void = { _ in }
+) throws -> Invocation {
     _ = TestDatabase.migrated
     let captured = CapturedLog()
     let configuration = Configuration(environment: environment)
@@ -107,14 +114,31 @@ package func invokeInProcess(
     let database = DatabaseSession(configuration: configuration)
     defer { database.close() }
     try prepare(database)
-    let output = handler.handle(
+    var responses: [APIGatewayV2Response] = []
+    var inspected: Result<Void, any Error> = .success(())
+    handler.handle(
         InvocationInput(eventBytes: Array(event), now: now),
-        resources: FunctionResources(database: database, push: PushResources(configuration: handler.configuration)))
-    try inspect(database)
-    if runAfterResponse { output.afterResponse?.run() }
-    LeakCapture.record(output.document.body, source: "\(endpoint.functionName) response")
+        resources: FunctionResources(database: database, push: PushResources(configuration: handler.configuration))
+    ) { response in
+        responses.append(response)
+        if responses.count == 1 { inspected = Result { try inspect(database) } }
+    }
+    try inspected.get()
+    guard let response = responses.first, responses.count == 1 else {
+        throw InvocationError("\(endpoint.functionName) responded \(responses.count) times")
+    }
+    LeakCapture.record(response.body, source: "\(endpoint.functionName) response")
     LeakCapture.record(captured.text, source: "\(endpoint.functionName) log")
-    return Invocation(response: output.document, log: captured.text)
+    return Invocation(response: response, log: captured.text)
+}
+
+/// An in-process invocation that did not answer exactly once.
+package struct InvocationError: Error, CustomStringConvertible {
+    package let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
 }
 
 /// Encodes a JSON object body.

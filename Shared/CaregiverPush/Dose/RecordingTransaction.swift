@@ -2,8 +2,8 @@ import Libpq
 import FunctionRuntime
 
 /// The transaction of a recording endpoint (dose-record, slot-bulk-record, prn-record): the patient access checked
-/// with the first reads, the endpoint's writes with the statement that queues the push they owe, `COMMIT`; then
-/// that push after the response.
+/// with the first reads, the endpoint's writes with the statement that queues the push they owe, `COMMIT`; it hands
+/// back that push (``OwedPush``), which the endpoint dispatches once it has responded.
 ///
 /// Each endpoint keeps its own SQL, checks and response; this owns what the three share, and adds no round trip:
 /// the access statement travels ahead of the endpoint's statements in the first flight, and the outbox statement in
@@ -11,15 +11,15 @@ import FunctionRuntime
 /// or deadlock runs the whole body again (``PostgresConnection/withPipelinedTransaction(logger:_:)``), and the push
 /// commits with the dose or not at all.
 final class RecordingTransaction {
-    /// What a recording body returns: its value, and the event it recorded when it recorded one. The event's push
-    /// is owed when ``enqueuePush(_:in:ifRecorded:)`` queued it in this transaction.
+    /// What a recording body returns: its value, and the push it owes when it recorded a dose (what
+    /// ``enqueuePush(_:in:ifRecorded:)`` gave back).
     struct Recording<Value> {
         var value: Value
-        var recordedEvent: DoseTakenEvent?
+        var push: OwedPush
 
-        init(_ value: Value, recorded event: DoseTakenEvent? = nil) {
+        init(_ value: Value, owing push: OwedPush = .nothing) {
             self.value = value
-            self.recordedEvent = event
+            self.push = push
         }
     }
 
@@ -30,7 +30,6 @@ final class RecordingTransaction {
     private let context: InvocationContext
     private var accessAdded = false
     private var accessStatement: PipelinedTransaction.Statement?
-    private var queuedEventKeys: Set<String> = []
 
     private init(
         _ transaction: PipelinedTransaction, access: PatientAccess, accessQuery: PostgresQuery?,
@@ -48,21 +47,20 @@ final class RecordingTransaction {
     ///   - lock: when given, the first flight takes this transaction-scoped advisory lock (`namespace`,
     ///     `hashtext(key)`) instead of a bare link check, in the one statement
     ///     ``PatientAccess/lockQuery(namespace:key:)`` that takes it only with the access.
-    /// - Returns: the body's value, and the post-response push of the event it recorded when that push is owed.
+    /// - Returns: once committed, the body's value and the push it owes (``OwedPush/nothing`` when it owes none): the
+    ///   endpoint responds, then dispatches it.
     static func run<Value>(
         _ access: PatientAccess, source: PushOutbox.Source, context: InvocationContext,
         lock: (namespace: Int, key: String)? = nil, _ body: (RecordingTransaction) throws -> Recording<Value>
-    ) throws -> (value: Value, afterResponse: AfterResponse?) {
+    ) throws -> (value: Value, push: OwedPush) {
         let accessQuery = lock.map { access.lockQuery(namespace: $0.namespace, key: $0.key) } ?? access.linkQuery
-        return try context.database.connection().withPipelinedTransaction(logger: context.logger) { transaction in
-            let recording = RecordingTransaction(
-                transaction, access: access, accessQuery: accessQuery, source: source, context: context)
-            let result = try body(recording)
-            let owedKey = result.recordedEvent.map(\.eventKey).flatMap {
-                recording.queuedEventKeys.contains($0) ? $0 : nil
-            }
-            return (result.value, owedKey.map { PushDispatcher.afterResponse(eventKey: $0, context: context) })
+        let connection = try context.database.connection()
+        let recorded = try connection.withPipelinedTransaction(logger: context.logger) { transaction in
+            try body(
+                RecordingTransaction(
+                    transaction, access: access, accessQuery: accessQuery, source: source, context: context))
         }
+        return (recorded.value, recorded.push)
     }
 
     /// An empty flight; the transaction's first already holds the access statement, ahead of the endpoint's.
@@ -87,15 +85,17 @@ final class RecordingTransaction {
     /// Adds to `flight` the statement that queues `event`'s push (with `ifRecorded` as in
     /// ``PushOutbox/enqueueQuery(_:source:configuration:ifRecorded:logger:)``), unless this deployment sends no push
     /// (`PUSH_ENVIRONMENT` unset, which is logged).
+    /// - Returns: that push, to hand back in the body's ``Recording`` when the dose was recorded (``OwedPush/nothing``
+    ///   when no push is sent).
     func enqueuePush(
         _ event: DoseTakenEvent, in flight: inout PipelinedTransaction.Flight, ifRecorded: PushOutbox.RecordedRow?
-    ) {
+    ) -> OwedPush {
         guard
             let query = PushOutbox.enqueueQuery(
                 event, source: source, configuration: context.configuration, ifRecorded: ifRecorded,
                 logger: context.logger)
-        else { return }
+        else { return .nothing }
         _ = flight.add(query)
-        queuedEventKeys.insert(event.eventKey)
+        return OwedPush(eventKey: event.eventKey, context: context)
     }
 }

@@ -12,7 +12,9 @@ public struct DoseRecord: Endpoint {
 
     public init() {}
 
-    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+    public func handle(
+        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
+    ) throws {
         let principal = try context.authenticator.authenticate(request, context: context)
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
@@ -20,8 +22,8 @@ public struct DoseRecord: Endpoint {
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
         let minute = TokyoClock.minuteOfDay(scheduledAt)
 
-        // One recording transaction: what the checks read, what is written, COMMIT — three round trips.
-        let (recorded, afterResponse) = try RecordingTransaction.run(access, source: .doseRecord, context: context) {
+        // Record: one transaction — what the checks read, what is written, COMMIT: three round trips.
+        let (recorded, push) = try RecordingTransaction.run(access, source: .doseRecord, context: context) {
             transaction -> RecordingTransaction.Recording<(record: DoseRecordBody, updatedCount: Int)> in
             var reads = transaction.flight()
             let medication = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
@@ -56,7 +58,7 @@ public struct DoseRecord: Endpoint {
                 WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
                   AND scheduled_at = \(scheduledAt)
                 """)
-            transaction.enqueuePush(event, in: &writes, ifRecorded: .dose(recordID))
+            let owed = transaction.enqueuePush(event, in: &writes, ifRecorded: .dose(recordID))
             let written = try transaction.run(writes)
             guard let row = written[stored].single else {
                 throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished")
@@ -67,15 +69,15 @@ public struct DoseRecord: Endpoint {
                 id: storedID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
                 takenAt: recordedTakenAt, recordingGroupID: groupID)
             guard !written[inserted].isEmpty else { return .init((record, 0)) }
-            return .init((record, 1), recorded: event)
+            return .init((record, 1), owing: owed)
         }
         let (record, updatedCount) = recorded
         context.logger.info(
             "dose recorded",
             metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
-        return EndpointResponse(
-            body: RecordResponse(record: record, updatedCount: updatedCount),
-            afterResponse: afterResponse)
+        // Respond, then send the push the recording owes (none for a repeat): the caller never waits for FCM.
+        try respond(RecordResponse(record: record, updatedCount: updatedCount))
+        push.dispatch()
     }
 
     /// A body that passed validation.

@@ -15,7 +15,9 @@ public struct PrnRecord: Endpoint {
 
     public init() {}
 
-    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+    public func handle(
+        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
+    ) throws {
         let principal = try context.authenticator.authenticate(request, context: context)
         let fields = try Self.validate(
             RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
@@ -33,8 +35,8 @@ public struct PrnRecord: Endpoint {
 
         // One recording transaction: what the checks read, what is written, COMMIT — three round trips (a repeat
         // of a key: two).
-        let (recorded, afterResponse) = try RecordingTransaction.run(access, source: .prnRecord, context: context) {
-            transaction -> RecordingTransaction.Recording<EndpointResponse> in
+        let (response, push) = try RecordingTransaction.run(access, source: .prnRecord, context: context) {
+            transaction -> RecordingTransaction.Recording<RecordResponse<PRNRecordBody>> in
             var reads = transaction.flight()
             let earlierQuery = idempotencyKey.map { Self.recordedQuery(key: $0, patientID: access.patientID) }
             let earlierRead = reads.add(earlierQuery)
@@ -77,7 +79,7 @@ public struct PrnRecord: Endpoint {
                 RETURNING id, medication_id, taken_at, quantity, request_fingerprint
                 """)
             let earlierWritten = writes.add(earlierQuery)
-            transaction.enqueuePush(event, in: &writes, ifRecorded: .prnDose(recordID))
+            let owed = transaction.enqueuePush(event, in: &writes, ifRecorded: .prnDose(recordID))
             let written = try transaction.run(writes)
             guard let inserted = written[insert].single else {
                 // Another request with this key committed between our look-up and our insert.
@@ -88,12 +90,11 @@ public struct PrnRecord: Endpoint {
             }
             let record = try Self.body(inserted, patientID: access.patientID)
             context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
-            return .init(
-                EndpointResponse(body: RecordResponse(record: record.record, updatedCount: 1)), recorded: event)
+            return .init(RecordResponse(record: record.record, updatedCount: 1), owing: owed)
         }
-        var response = recorded
-        response.afterResponse = afterResponse
-        return response
+        // Respond, then send the push the dose owes (none for a repeat of its key).
+        try respond(response)
+        push.dispatch()
     }
 
     /// A body (and `Idempotency-Key`) that passed validation.
@@ -139,12 +140,14 @@ public struct PrnRecord: Endpoint {
     }
 
     /// A repeat: the first record and no push, or 422 when the key came with a different request.
-    private static func replay(_ row: PostgresRow, fingerprint: String, patientID: UUID) throws -> EndpointResponse {
+    private static func replay(
+        _ row: PostgresRow, fingerprint: String, patientID: UUID
+    ) throws -> RecordResponse<PRNRecordBody> {
         let earlier = try body(row, patientID: patientID)
         guard constantTimeEquals(Array(earlier.fingerprint.utf8), Array(fingerprint.utf8)) else {
             throw Problem.unprocessable("This Idempotency-Key was already used with a different request.")
         }
-        return EndpointResponse(body: RecordResponse(record: earlier.record, updatedCount: 0))
+        return RecordResponse(record: earlier.record, updatedCount: 0)
     }
 
     private static func body(_ row: PostgresRow, patientID: UUID) throws -> (record: PRNRecordBody, fingerprint: String)

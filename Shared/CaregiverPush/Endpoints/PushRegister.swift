@@ -18,7 +18,9 @@ public struct PushRegister: Endpoint {
 
     public init() {}
 
-    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+    public func handle(
+        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
+    ) throws {
         let caregiverID = try context.authenticator
             .authenticate(request, context: context).requireCaregiver()
         let body = try RequestBody(request)
@@ -32,7 +34,8 @@ public struct PushRegister: Endpoint {
                     "push.token_hash": .string(SHA256.hexPrefix(of: registration.token)),
                     "push.found": .stringConvertible(status != nil),
                 ])
-            return EndpointResponse(body: StatusBody(device: status))
+            try respond(StatusBody(device: status))
+            return
         }
         let result = try PushDeviceRegistry(connection: context.database.connection())
             .register(
@@ -47,7 +50,7 @@ public struct PushRegister: Endpoint {
                 "push.reassigned": .stringConvertible(result.reassigned),
                 "push.over_cap": .stringConvertible(result.overCap),
             ])
-        return EndpointResponse(body: OKBody())
+        try respond(OKBody())
     }
 
     /// `statusOnly`, read after ``validate(_:)`` has accepted the rest.

@@ -12,7 +12,9 @@ public struct PushUnregister: Endpoint {
 
     public init() {}
 
-    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+    public func handle(
+        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
+    ) throws {
         let caregiverID = try context.authenticator
             .authenticate(request, context: context).requireCaregiver()
         let token = try Self.validate(RequestBody(request))
@@ -23,7 +25,7 @@ public struct PushUnregister: Endpoint {
             metadata: [
                 "push.token_hash": .string(SHA256.hexPrefix(of: token)), "push.disabled": .stringConvertible(disabled),
             ])
-        return EndpointResponse(body: OKBody())
+        try respond(OKBody())
     }
 
     /// Checks the body (422 when `token` is missing or invalid) and returns the device token.

@@ -14,7 +14,9 @@ public struct SlotBulkRecord: Endpoint {
 
     public init() {}
 
-    public func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+    public func handle(
+        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
+    ) throws {
         let principal = try context.authenticator.authenticate(request, context: context)
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
@@ -27,7 +29,7 @@ public struct SlotBulkRecord: Endpoint {
         // the lock, so the group is recorded by one of them, whole; for a caregiver the lock is taken in one
         // statement with the link check (no lock without a link), and the doses are read after it.
         let lock = (namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)")
-        let (records, afterResponse) = try RecordingTransaction.run(
+        let (records, push) = try RecordingTransaction.run(
             access, source: .slotBulkRecord, context: context, lock: lock
         ) { transaction -> RecordingTransaction.Recording<[DoseRecordBody]> in
             var reads = transaction.flight()
@@ -69,15 +71,17 @@ public struct SlotBulkRecord: Endpoint {
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
                 withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
             var outbox = transaction.flight()
-            transaction.enqueuePush(event, in: &outbox, ifRecorded: nil)
+            let owed = transaction.enqueuePush(event, in: &outbox, ifRecorded: nil)
             try transaction.run(outbox)
-            return .init(records, recorded: event)
+            return .init(records, owing: owed)
         }
         context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
         let response = SlotRecordResponse(
             recordingGroupId: records.isEmpty ? nil : groupID.uuidString.lowercased(), updatedCount: records.count,
             records: records)
-        return EndpointResponse(body: response, afterResponse: afterResponse)
+        // Respond, then send the push the group owes (none when nothing was recorded).
+        try respond(response)
+        push.dispatch()
     }
 
     /// A body that passed validation.

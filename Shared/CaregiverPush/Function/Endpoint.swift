@@ -2,10 +2,13 @@ import FunctionRuntime
 import FoundationEssentials
 import Logging
 
-/// One HTTP endpoint, run as one function: a request in, a response (or a thrown problem) out.
+/// One HTTP endpoint, run as one function: a request in, one response (or a thrown problem) out, then whatever the
+/// endpoint owes after it.
 ///
 /// After swift-aws-lambda-runtime's handler: each `Functions/*/main.swift` only names its endpoint and hands it to
 /// ``FunctionHost``, which owns stdin/stdout, decoding, encoding and turning errors into problem responses.
+/// As its background-processing handler writes its response and carries on, an endpoint that records a dose reads
+/// in its own file: record, `respond`, then dispatch the push it owes (``OwedPush``).
 /// `handle` is synchronous on purpose: the work is a few blocking libpq statements, and the function serves one
 /// request at a time.
 public protocol Endpoint: Sendable {
@@ -14,23 +17,14 @@ public protocol Endpoint: Sendable {
     /// The HTTP method the route accepts.
     var method: String { get }
 
-    /// Handles one request. Throw a ``Problem`` (or a ``ProblemConvertible`` error) for a non-2xx answer.
-    func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse
-}
-
-/// A successful answer, and the work to do once it has been written.
-public struct EndpointResponse {
-    public var status: Int
-    public var body: any Encodable & Sendable
-    /// Runs after the response has been written and stdout closed (the push, docs/behaviour.md#sending), with the
-    /// invocation's own context bound by the endpoint. It must not throw; it is bounded by the caller.
-    public var afterResponse: AfterResponse?
-
-    public init(status: Int = 200, body: any Encodable & Sendable, afterResponse: AfterResponse? = nil) {
-        self.status = status
-        self.body = body
-        self.afterResponse = afterResponse
-    }
+    /// Handles one request: answers 200 with a body through `respond` (once; the caller has it when `respond`
+    /// returns), then does what it owes after the answer.
+    ///
+    /// Throw a ``Problem`` (or a ``ProblemConvertible`` error) before responding for a non-2xx answer; an error thrown
+    /// after responding is only logged, and returning without responding is a 500 (``FunctionHandler``).
+    func handle(
+        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
+    ) throws
 }
 
 /// What an invocation may use besides its request: configuration, the log, the database, the clock.

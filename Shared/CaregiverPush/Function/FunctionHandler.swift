@@ -30,15 +30,21 @@ extension FunctionHandler: InvocationHandling {
     public var metricsNamespace: String { configuration.metricsNamespace }
 
     /// Handles one invocation: the only entry, for the one-shot host, the Runtime-API loop and in-process tests.
+    ///
+    /// The endpoint answers through its own `respond`, which builds the response and hands it to the host's, then goes
+    /// on to its post-response work. An error thrown before the endpoint responds becomes the problem response (the
+    /// one place that does so); one thrown after is logged; an endpoint that returns without responding is answered
+    /// 500.
     /// - Parameters:
     ///   - input: the raw event JSON, the host's request id (used when the event carries none), the invocation's
     ///     clock reading, the host's deadline for the whole invocation (post-response work included) and the
     ///     invocation's metrics, which the push adds to.
     ///   - resources: the process's database session and FCM resources (kept across invocations in the
     ///     Runtime-API loop).
-    /// - Returns: the response, and the endpoint's post-response work bound to this invocation's context.
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput<APIGatewayV2Response>
-    {
+    ///   - respond: the host's way to deliver the response (stdout, the Runtime API, or memory in tests).
+    public func handle(
+        _ input: InvocationInput, resources: FunctionResources, respond: (APIGatewayV2Response) throws -> Void
+    ) {
         let database = resources.database
         let event: APIGatewayV2Request
         do {
@@ -47,8 +53,8 @@ extension FunctionHandler: InvocationHandling {
             let requestID = input.requestIDFallback ?? UUID().uuidString.lowercased()
             logger.warning(
                 "invocation event is not an API Gateway 2.0 event", metadata: ["requestId": .string(requestID)])
-            let problem = Problem.badRequest(error.detail)
-            return InvocationOutput(document: .problem(problem, requestID: requestID))
+            try? respond(.problem(.badRequest(error.detail), requestID: requestID))
+            return
         }
         let requestID = FunctionRequest.requestID(of: event, fallback: input.requestIDFallback)
         var log = logger
@@ -57,27 +63,46 @@ extension FunctionHandler: InvocationHandling {
             configuration: configuration, logger: log, database: database, push: resources.push,
             authenticator: authenticator, requestID: requestID, now: input.now, deadline: input.deadline,
             metrics: input.metrics)
+        var responded = false
         do {
             let request = try FunctionRequest(
                 event: event, method: endpoint.method, requestID: requestID, bodyLimit: Self.bodyLimit)
             try configuration.requireFunctionBasics()
-            let answer = try endpoint.handle(request, context: context)
-            let response = try APIGatewayV2Response.json(status: answer.status, body: answer.body, requestID: requestID)
-            log.info("request handled", metadata: ["http.status": .stringConvertible(answer.status)])
-            return InvocationOutput(document: response, afterResponse: answer.afterResponse)
+            try endpoint.handle(request, context: context) { body in
+                guard !responded else {
+                    log.error("a second response was dropped")
+                    return
+                }
+                let response = try APIGatewayV2Response.json(status: 200, body: body, requestID: requestID)
+                responded = true
+                log.info("request handled", metadata: ["http.status": .stringConvertible(200)])
+                try respond(response)
+            }
+            guard responded else {
+                log.error("the endpoint returned without a response")
+                log.info("request handled", metadata: ["http.status": .stringConvertible(500)])
+                try? respond(.problem(.internalError(), requestID: requestID))
+                return
+            }
         } catch {
+            guard !responded else {
+                // The caller has its answer: what failed after it (a response the host could not deliver) is logged,
+                // and the connection, which may be in any state, is closed.
+                database.close()
+                log.error(
+                    "request failed after its response", metadata: ["error.type": .string("\(type(of: error))")])
+                return
+            }
             let problem = Problem(error, logger: log)
             if problem.status >= 500 { database.close() }
             log.info("request handled", metadata: ["http.status": .stringConvertible(problem.status)])
-            return InvocationOutput(document: .problem(problem, requestID: requestID))
+            try? respond(.problem(problem, requestID: requestID))
         }
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationOutput<APIGatewayV2Response> {
+    public func oversizedEvent(limit: Int) -> APIGatewayV2Response {
         logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
-        let problem = Problem.payloadTooLarge(limit: Self.bodyLimit)
-        return InvocationOutput(
-            document: APIGatewayV2Response.problem(problem, requestID: UUID().uuidString.lowercased()))
+        return .problem(.payloadTooLarge(limit: Self.bodyLimit), requestID: UUID().uuidString.lowercased())
     }
 
     public func release(_ resources: FunctionResources) {

@@ -28,13 +28,21 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
 
     public var metricsNamespace: String { configuration.metricsNamespace }
 
-    public func handle(_ input: InvocationInput, resources: FunctionResources) -> InvocationOutput<AnyDocument> {
+    /// Runs the job, then answers once with its summary (a bad event or configuration: at once, with a problem).
+    public func handle(
+        _ input: InvocationInput, resources: FunctionResources, respond: (AnyDocument) throws -> Void
+    ) {
+        // A response the host could not deliver is the host's to log; nothing of the job's is left to do.
+        try? respond(document(for: input, resources: resources))
+    }
+
+    private func document(for input: InvocationInput, resources: FunctionResources) -> AnyDocument {
         let eventID: String?
         do {
             eventID = try Self.scheduledEventID(input.eventBytes)
         } catch {
             logger.warning("invocation event is not a scheduled event")
-            return InvocationOutput(document: AnyDocument(error))
+            return AnyDocument(error)
         }
         var log = logger
         let requestID = [eventID, input.requestIDFallback].compactMap { $0 }.first { FunctionRequest.isPrintableID($0) }
@@ -47,17 +55,17 @@ public struct ScheduledHandler<J: ScheduledJob>: InvocationHandling {
             log.error(
                 "function is misconfigured",
                 metadata: ["config.variable": .string(cause.variable), "config.reason": .string(cause.reason)])
-            return InvocationOutput(document: AnyDocument(Problem.internalError()))
+            return AnyDocument(Problem.internalError())
         }
         let context = InvocationContext(
             configuration: configuration, logger: log, database: resources.database, push: resources.push,
             requestID: requestID ?? "", now: input.now, deadline: input.deadline, metrics: input.metrics)
-        return InvocationOutput(document: AnyDocument(job.run(context: context)))
+        return AnyDocument(job.run(context: context))
     }
 
-    public func oversizedEvent(limit: Int) -> InvocationOutput<AnyDocument> {
+    public func oversizedEvent(limit: Int) -> AnyDocument {
         logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
-        return InvocationOutput(document: AnyDocument(Problem.badRequest("The event is too large.")))
+        return AnyDocument(Problem.badRequest("The event is too large."))
     }
 
     public func release(_ resources: FunctionResources) {

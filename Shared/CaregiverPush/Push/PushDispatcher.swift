@@ -230,17 +230,3 @@ extension DoseTakenEvent {
         String(Hex.encode(SHA256.hash(Array(eventKey.utf8))).prefix(32))
     }
 }
-
-extension PushDispatcher {
-    /// The post-response work of a recording endpoint: send what `eventKey` owes with the invocation's own
-    /// resources (`context`'s), stopping before the invocation's deadline. What is not sent by then stays for the
-    /// sweep.
-    static func afterResponse(eventKey: String, context: InvocationContext) -> AfterResponse {
-        AfterResponse {
-            let dispatcher = PushDispatcher(configuration: context.configuration, logger: context.logger)
-            dispatcher.dispatch(
-                eventKey: eventKey, database: context.database, push: context.push,
-                deadline: dispatcher.sendDeadline(hostDeadline: context.deadline), metrics: context.metrics)
-        }
-    }
-}

@@ -22,26 +22,13 @@ public enum PushOutbox {
     /// A row a recording transaction tried to insert with an id of its own making, in the same flight as the
     /// outbox statement: the event is owed only if that row exists when the statement runs, that is, only if the
     /// insert did not find the dose already recorded.
-    enum RecordedRow {
+    package enum RecordedRow {
         case dose(UUID)
         case prnDose(UUID)
     }
 
-    /// Writes `event` and its deliveries when pushes are on (`PUSH_ENVIRONMENT` names the devices' environment);
-    /// does nothing when it is not set.
-    /// - Returns: whether an event was owed, for the post-response send.
-    static func enqueue(
-        _ event: DoseTakenEvent, source: Source, configuration: Configuration, connection: PostgresConnection
-    ) throws -> Bool {
-        guard let environment = configuration.pushEnvironment else { return false }
-        try enqueue(
-            event, source: source, environment: environment, deviceCap: configuration.pushMaxDevicesPerCaregiver,
-            connection: connection)
-        return true
-    }
-
-    /// The statement of ``enqueue(_:source:environment:connection:)`` when pushes are on, `nil` when
-    /// `PUSH_ENVIRONMENT` is not set: for a recording transaction that sends it in one flight with its insert.
+    /// The statement that writes `event` and its deliveries when pushes are on, `nil` when `PUSH_ENVIRONMENT` is not
+    /// set: for a recording transaction that sends it in one flight with its insert.
     /// - Parameters:
     ///   - recorded: the row whose existence decides whether the event is owed (`nil`: it is).
     ///   - logger: says so when no push is owed because pushes are off: that dose will never be pushed.
@@ -60,26 +47,17 @@ public enum PushOutbox {
         }
     }
 
-    /// Writes `event` and its deliveries on `connection`, which must be inside the recording transaction.
+    /// The statement that writes `event` and its deliveries, when `recorded` (if any) exists; run inside the
+    /// recording transaction.
     ///
     /// Recipients (docs/behaviour.md#outbox), decided now: caregivers actively linked to the patient, minus the
     /// caregiver who recorded; their enabled devices in `environment`, at most `deviceCap` per caregiver (the most
     /// recently seen), so that one event never owes more than `deviceCap` × linked caregivers deliveries even if the
     /// cap was exceeded before it was enforced. One statement, served by `caregiver_patient_links_active_by_patient`
     /// and `push_devices_enabled_by_owner`.
-    /// - Returns: how many deliveries this call created (0 when every recipient already owed one for this event).
-    @discardableResult
-    public static func enqueue(
-        _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment,
-        deviceCap: Int = PushDeviceRegistry.defaultDeviceCap, connection: PostgresConnection
-    ) throws -> Int {
-        try connection.query(
-            enqueueQuery(event, source: source, environment: environment, deviceCap: deviceCap, ifRecorded: nil)
-        ).affectedRows
-    }
-
-    /// The statement that writes `event` and its deliveries, when `recorded` (if any) exists.
-    static func enqueueQuery(
+    ///
+    /// Package-visible so that the tests and benchmarks queue an event with the very statement a recording runs.
+    package static func enqueueQuery(
         _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment, deviceCap: Int,
         ifRecorded recorded: RecordedRow?
     ) -> PostgresQuery {

@@ -303,7 +303,10 @@ private final class WarmFunction {
     func register(_ token: String, at now: Date) throws -> Int {
         let event = makeEvent(bearer: token, body: RemoteJWKSTests.body())
         let resources = FunctionResources(database: database, push: push)
-        return handler.handle(InvocationInput(eventBytes: Array(event), now: now), resources: resources).document
-            .statusCode
+        var status = 0
+        handler.handle(InvocationInput(eventBytes: Array(event), now: now), resources: resources) {
+            status = $0.statusCode
+        }
+        return status
     }
 }

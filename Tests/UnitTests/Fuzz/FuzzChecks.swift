@@ -43,7 +43,7 @@ public enum FuzzFixture {
 
 // MARK: - envelope
 
-/// The `envelope` target: raw bytes as a function's stdin → ``FunctionHandler/invoke(eventBytes:database:push:requestIDFallback:now:)``.
+/// The `envelope` target: raw bytes as a function's stdin → ``FunctionHandler/handle(_:resources:respond:)``.
 ///
 /// Invariants: the response always comes back (no crash, no trap) with one of the statuses the envelope and the
 /// validators produce — never a 500, since configuration is complete and nothing can fail; `x-request-id` is
@@ -63,15 +63,18 @@ public enum EnvelopeCheck {
         let handler = FunctionHandler(
             endpoint: ValidationOnlyEndpoint(), configuration: configuration, logger: FuzzFixture.silentLogger)
         let database = DatabaseSession(url: configuration.databaseURL)
-        let outcome = handler.handle(
+        var responses: [APIGatewayV2Response] = []
+        handler.handle(
             InvocationInput(eventBytes: event, now: FuzzFixture.now),
-            resources: FunctionResources(database: database, push: PushResources(configuration: configuration)))
-        let response = outcome.document
+            resources: FunctionResources(database: database, push: PushResources(configuration: configuration))
+        ) { responses.append($0) }
+        guard let response = responses.first, responses.count == 1 else {
+            throw InvariantViolation("\(responses.count) responses to one invocation")
+        }
         let status = response.statusCode
         guard possibleStatuses.contains(status) else {
             throw InvariantViolation("status \(status) (an unexpected error, or a validator postcondition failed)")
         }
-        guard outcome.afterResponse == nil else { throw InvariantViolation("post-response work without a database") }
         guard response.headers["cache-control"] == "no-store" else { throw InvariantViolation("no cache-control") }
         guard let requestID = response.headers["x-request-id"], isUsableRequestID(requestID) else {
             throw InvariantViolation("x-request-id missing, too long or not printable")
@@ -136,7 +139,9 @@ struct ValidationOnlyEndpoint: Endpoint {
     /// A validator postcondition failed: not a problem, so the envelope answers 500 and the check reports it.
     struct PostconditionFailure: Error {}
 
-    func handle(_ request: FunctionRequest, context: InvocationContext) throws -> EndpointResponse {
+    func handle(
+        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
+    ) throws {
         guard let route = FuzzRoute(path: request.path) else { throw Problem.notFound("No such route.") }
         let token = Authenticator.bearerToken(request.header("authorization"))
         let isPatient = token?.hasPrefix(PatientSessionToken.prefix) == true
@@ -147,7 +152,7 @@ struct ValidationOnlyEndpoint: Endpoint {
                 : .caregiver(id: FuzzFixture.caregiverID),
             now: context.now)
         guard broken.isEmpty else { throw PostconditionFailure() }
-        return EndpointResponse(body: OKBody())
+        try respond(OKBody())
     }
 }
 
@@ -254,9 +259,14 @@ public enum ValidatorCheck {
             case 2: "not-a-uuid"
             default: nil
             }
-        let event = APIGatewayV2Request(headers: ["content-type": "application/json"])
-        let request = FunctionRequest(event: event, method: "POST", requestID: "fuzz", body: Array(input.dropFirst()))
+        // The body as an event carries any bytes (base64), through the same checks as a function's request.
+        let event = APIGatewayV2Request(
+            headers: ["content-type": "application/json"], body: Data(input.dropFirst()).base64EncodedString(),
+            isBase64Encoded: true)
         do {
+            let request = try FunctionRequest(
+                event: event, method: "POST", requestID: "fuzz",
+                bodyLimit: FunctionHandler<ValidationOnlyEndpoint>.bodyLimit)
             let body = try RequestBody(request)
             try checkRoundTrip(body)
             let broken = try route.validate(
