@@ -254,7 +254,8 @@ def main():
         row += f" **{difference / rate:+.2f}** |"
     print(row)
     # One line for the goals' table (Tests/Benchmarks reads it): the four largest parts of the gap.
-    parts = sorted(((ours.get(k, 0) - floor.get(k, 0), k) for k in keys), reverse=True)[:4]
+    parts = sorted(
+        ((ours.get(k, 0) - floor.get(k, 0), k) for k in keys), key=lambda part: part[0], reverse=True)[:4]
     short = {LOADER: "loader", RUNTIME: "Swift runtime", LIBPQ: "libpq's closure", JSON: "JSON",
              FOUNDATION: "Foundation", OURS: "our code", START: "start and exit", OTHER: "other libraries"}
     def name(key):
