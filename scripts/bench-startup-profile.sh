@@ -13,7 +13,9 @@
 #   2. the dynamic loader's own work with an empty stdin (LD_DEBUG=statistics: cycles, relocations);
 #   3. system calls of one registration (strace -c -f), and its phases on a strace timeline;
 #   4. instructions: perf stat when this machine's perf counts them, else valgrind's callgrind (exact, repeatable
-#      counts), with the functions of push-register's start-up that execute the most.
+#      counts), with the functions of push-register's start-up that execute the most;
+#   5. (with callgrind) every instruction of one registration by category, against the C floor
+#      (scripts/bench-startup-attribution.py), in milliseconds with BENCH_PROFILE_FIGURES.
 # No pipefail: the bench ignores SIGPIPE and its children inherit that, so a reader that stops early (sed -n) would
 # make a writer fail; every pipeline here reads its input to the end.
 set -eu
@@ -152,6 +154,32 @@ if perf stat -e instructions true 2>&1 | grep -q '<not supported>' || ! command 
             instructions "$BENCH_PROFILE_SYMBOLS" empty-named /dev/null >/dev/null
             named=empty-named
         fi
+        # 5. Every instruction of one registration by category, ours (named: the unstripped build when there is one)
+        # against the fair C floor, through scripts/bench-startup-attribution.py; BENCH_PROFILE_FIGURES (the run's
+        # medians: wall ms ours, floor; CPU ms ours, floor) turns the gap into milliseconds.
+        attributed=$ours
+        if [ -n "${BENCH_PROFILE_SYMBOLS:-}" ] && [ -x "$BENCH_PROFILE_SYMBOLS" ]; then
+            attributed=$BENCH_PROFILE_SYMBOLS
+        fi
+        valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
+            --callgrind-out-file="$work/attribution.ours" "$attributed" <"$event" >/dev/null 2>"$work/valgrind.log" || true
+        valgrind --tool=callgrind --compress-strings=no --compress-pos=no \
+            --callgrind-out-file="$work/attribution.floor" "$floor" <"$event" >/dev/null 2>"$work/valgrind.log" || true
+        echo
+        echo "### Where the cold gap goes"
+        echo
+        echo "Every instruction of one registration (the register event, \`valgrind --tool=callgrind\`), push-register"
+        echo "(\`$(echo "$attributed" | sed "s#^$PWD/##")\`, the shipped build before stripping, so that its own functions"
+        echo "have names) against \`c/register\`, split by \`scripts/bench-startup-attribution.py\`: a function's own"
+        echo "instructions go to its library's or module's category; glibc, libgcc, the Swift standard library, retain and"
+        echo "release, and OpenSSL are charged to their callers up the call graph (OpenSSL keeps its own rows, by caller);"
+        echo "JSON is every Swift function whose name says JSON. The milliseconds: the instruction gap at the floor's"
+        echo "instructions per CPU ms, then the kernel's and the waiting's share of the measured gap, so that the rows add up"
+        echo "to the cold gap of the table above."
+        echo
+        # shellcheck disable=SC2086
+        python3 scripts/bench-startup-attribution.py "$work/attribution.ours" "$work/attribution.floor" \
+            ${BENCH_PROFILE_FIGURES:-}
         echo
         echo "The fifteen functions where push-register's empty-stdin run executes the most instructions themselves"
         echo "(\`callgrind_annotate --inclusive=no\`, % of the whole run; names from the unstripped build when the"

@@ -49,8 +49,18 @@ build_floors() {
     local source=Tests/Benchmarks/c out=.build/bench-c
     mkdir -p "$out"
     cc -O2 -Wall -Werror -o "$out/trivial" "$source/trivial.c"
-    cc -O2 -Wall -Werror -o "$out/register" "$source/register.c" $(pkg-config --cflags --libs libpq)
-    cc -O2 -Wall -Werror -o "$out/runtime" "$source/runtime.c" $(pkg-config --cflags --libs libpq libcurl)
+    # The fair floors check the bearer token as push-register does (HMAC-SHA-256 over OpenSSL's low-level SHA-256);
+    # register-evp the same through OpenSSL's HMAC() (the EVP path, for the HMAC lever); the *-unverified ones are
+    # the earlier rounds' floors, which decode `sub` unchecked (kept one round to compare).
+    local crypto=$(pkg-config --cflags --libs libcrypto)
+    cc -O2 -Wall -Werror -o "$out/register" "$source/register.c" $(pkg-config --cflags --libs libpq) $crypto
+    cc -O2 -Wall -Werror -DFLOOR_EVP_HMAC -o "$out/register-evp" "$source/register.c" \
+        $(pkg-config --cflags --libs libpq) $crypto
+    cc -O2 -Wall -Werror -DFLOOR_SKIP_VERIFY -o "$out/register-unverified" "$source/register.c" \
+        $(pkg-config --cflags --libs libpq) $crypto
+    cc -O2 -Wall -Werror -o "$out/runtime" "$source/runtime.c" $(pkg-config --cflags --libs libpq libcurl) $crypto
+    cc -O2 -Wall -Werror -DFLOOR_SKIP_VERIFY -o "$out/runtime-unverified" "$source/runtime.c" \
+        $(pkg-config --cflags --libs libpq libcurl) $crypto
     BENCH_C_DIRECTORY=$PWD/$out
     # The peak-RSS helper must be small (its own high-water mark is a floor on what it reports): static.
     cc -O2 -Wall -Werror -static -o "$out/peak-rss" "$source/peak-rss.c"
@@ -81,7 +91,12 @@ unpack_release() {
 
 # The cold-start levers, each alone (docs/benchmarks.md, "Cold-start levers"): push-register as shipped but with one
 # lever changed, each in .build/bench-levers/<lever>/bootstrap beside the shipped lib/. After unpack_release.
-#   unstripped         the release binary before release.sh strips it (what RELEASE_STRIP=0 ships)
+#   unstripped         the release binary before release.sh strips it (what RELEASE_STRIP=0 ships), its DT_NEEDED
+#                      reordered as shipped
+#   linker-order       the shipped bootstrap with DT_NEEDED in the linker's order (libssl, libm, libgcc_s ahead of
+#                      libc): what scripts/needed-order.sh saves
+#   evp-digests        a release build of its own with -Xcc -DCOPENSSL_EVP_DIGESTS: SHA-256 and the token's HMAC
+#                      through EVP (EVP_Digest, HMAC()), as before, instead of the low-level SHA-256 shipped
 #   function-sections  a release build of its own with -Xfrontend -function-sections, stripped as shipped
 #   lld                a release build of its own linked by lld instead of gold (swiftc's default on Linux)
 #   relr               a release build of its own linked by lld with -z pack-relative-relocs (DT_RELR): measured
@@ -93,10 +108,22 @@ stage_levers() {
     bin=$(swift build -c release --show-bin-path)
     cp "$bin/push-register" "$levers/unstripped/bootstrap"
     patchelf --set-rpath '$ORIGIN/lib' "$levers/unstripped/bootstrap"
+    scripts/needed-order.sh "$levers/unstripped/bootstrap"
     ln -s "$shipped/lib" "$levers/unstripped/lib"
-    lever_build function-sections "-Xfrontend -function-sections"
-    lever_build lld "-use-ld=lld"
-    lever_build relr "-use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs"
+    mkdir -p "$levers/linker-order"
+    objcopy --strip-all "$bin/push-register" "$levers/linker-order/bootstrap"
+    patchelf --set-rpath '$ORIGIN/lib' "$levers/linker-order/bootstrap"
+    ln -s "$shipped/lib" "$levers/linker-order/lib"
+    # BENCH_LEVERS: which of the levers that need a build of their own to build (default: all).
+    local lever
+    for lever in ${BENCH_LEVERS:-function-sections lld relr evp-digests}; do
+        case $lever in
+        function-sections) lever_build function-sections "-Xfrontend -function-sections" ;;
+        lld) lever_build lld "-use-ld=lld" ;;
+        relr) lever_build relr "-use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs" ;;
+        evp-digests) lever_build evp-digests "-Xcc -DCOPENSSL_EVP_DIGESTS" ;;
+        esac
+    done
     export BENCH_LEVERS_DIRECTORY=$levers
     # The start-up profile names push-register's own functions from the unstripped build.
     export BENCH_PROFILE_SYMBOLS=$levers/unstripped/bootstrap

@@ -100,6 +100,10 @@ for function in "${functions[@]}"; do
         patchelf --set-rpath '$ORIGIN' "$stage/lib/$soname"
     done
     patchelf --set-rpath '$ORIGIN/lib' "$stage/bootstrap"
+    # libc ahead of libssl, libm and libgcc_s in the loader's lookup scope (RELEASE_NEEDED_ORDER=0: as linked).
+    if [ "${RELEASE_NEEDED_ORDER:-1}" = 1 ]; then
+        scripts/needed-order.sh "$stage/bootstrap"
+    fi
     if [ "$function" = db-migrate ]; then
         cp -r infra/migrations "$stage/migrations"
     fi

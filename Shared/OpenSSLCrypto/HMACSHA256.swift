@@ -1,37 +1,30 @@
 import COpenSSL
 
-/// HMAC-SHA-256 (RFC 2104) through OpenSSL's one-shot `HMAC()`.
+/// HMAC-SHA-256 (RFC 2104) over OpenSSL's low-level SHA-256 (`copenssl_hmac_sha256` in Shared/C/COpenSSL).
+///
+/// Not OpenSSL's `HMAC()`: that goes through EVP, whose first use in a process loads OpenSSL's configuration and
+/// default provider, about a million instructions a cold function would pay for one token check.
 public enum HMACSHA256 {
     /// The length of an authentication code in bytes.
     public static let codeLength = 32
 
     /// The HMAC-SHA-256 of `message` under `key`.
     ///
-    /// Like ``SHA256/hash(_:)`` this does not throw: the one-shot call fails only when the OpenSSL default
-    /// provider is unusable or memory is exhausted, and that traps. Compare codes with
+    /// Like ``SHA256/hash(_:)`` this does not throw: nothing in it can fail. Compare codes with
     /// ``constantTimeEquals(_:_:)``, never with `==`.
     /// - Parameters:
     ///   - key: the secret key, any length (an empty key is valid HMAC, but never configure one).
     ///   - message: the authenticated bytes.
     /// - Returns: the 32-byte code.
     public static func authenticationCode(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        guard key.count <= Int(Int32.max) else { preconditionFailure("HMAC key longer than 2 GiB") }
-        // HMAC_Init_ex reads a NULL key as "keep the previous key"; give an empty key a real address instead.
-        let keyBytes = key.isEmpty ? [0] : key
         var code = [UInt8](repeating: 0, count: codeLength)
-        var written: UInt32 = 0
-        let succeeded = keyBytes.withUnsafeBytes { keyBuffer in
+        key.withUnsafeBufferPointer { keyBuffer in
             message.withUnsafeBufferPointer { input in
                 code.withUnsafeMutableBufferPointer { output in
-                    HMAC(
-                        EVP_sha256(), keyBuffer.baseAddress, Int32(key.count), input.baseAddress, input.count,
-                        output.baseAddress, &written) != nil
+                    copenssl_hmac_sha256(
+                        keyBuffer.baseAddress, keyBuffer.count, input.baseAddress, input.count, output.baseAddress)
                 }
             }
-        }
-        guard succeeded, written == UInt32(codeLength) else {
-            OpenSSLErrorQueue.clear()
-            preconditionFailure("HMAC(SHA-256) failed: the OpenSSL default provider is unusable")
         }
         return code
     }

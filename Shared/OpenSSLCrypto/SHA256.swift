@@ -1,30 +1,24 @@
 import Codecs
 import COpenSSL
 
-/// SHA-256 (FIPS 180-4) through OpenSSL's one-shot `EVP_Digest`.
+/// SHA-256 (FIPS 180-4) over OpenSSL's low-level SHA-256 (`copenssl_sha256` in Shared/C/COpenSSL): not
+/// `EVP_Digest`, whose first use in a process loads OpenSSL's configuration and default provider.
 public enum SHA256 {
     /// The length of a digest in bytes.
     public static let digestLength = 32
 
     /// The SHA-256 digest of `bytes`.
     ///
-    /// This does not throw: OpenSSL's one-shot digest fails only when the default provider cannot be loaded
-    /// or memory is exhausted, and then the process cannot do anything useful, so that case traps instead
-    /// of making every caller (hashing a patient session token, logging a token prefix) handle it.
+    /// This does not throw: nothing in it can fail.
     /// - Parameter bytes: the message.
     /// - Returns: the 32-byte digest.
     public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
         let message = Array(bytes)
         var digest = [UInt8](repeating: 0, count: digestLength)
-        var written: UInt32 = 0
-        let result = message.withUnsafeBytes { input in
+        message.withUnsafeBufferPointer { input in
             digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, &written, EVP_sha256(), nil)
+                copenssl_sha256(input.baseAddress, input.count, output.baseAddress)
             }
-        }
-        guard result == 1, written == UInt32(digestLength) else {
-            OpenSSLErrorQueue.clear()
-            preconditionFailure("EVP_Digest(SHA-256) failed: the OpenSSL default provider is unusable")
         }
         return digest
     }

@@ -33,7 +33,17 @@ struct StartupBenchmark {
         let ours: Double
         let floor: Double
         let runs: Int
+        /// The earlier rounds' floor (`*-unverified`: the token's `sub` decoded, not checked), measured in the same
+        /// interleaved loop, when there is one.
+        var earlierFloor: Double? = nil
         var ratio: Double { ours / floor }
+        var earlierRatio: Double? { earlierFloor.map { ours / $0 } }
+    }
+
+    /// The earlier floor beside `name` (`register-unverified`), when scripts/bench.sh built it.
+    func earlierFloor(_ name: String) -> String? {
+        let path = floor("\(name)-unverified")
+        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
     }
 
     var environment: [String: String] {
@@ -63,7 +73,9 @@ struct StartupBenchmark {
 
     /// (a) Cold push-register through stdin until stdout's EOF against `c/register`, the same event for both.
     func coldStdin(event: [UInt8], runs: Int) throws -> Pair {
-        try interleaved(runs: runs, ours: bootstrap("push-register"), floor: floor("register")) { executable in
+        try interleaved(
+            runs: runs, ours: bootstrap("push-register"), floor: floor("register"), earlier: earlierFloor("register")
+        ) { executable in
             let outcome = try Spawn.run(executable: executable, environment: environment, input: event)
             try expect(outcome, status: 200, executable)
             return outcome.milliseconds
@@ -89,7 +101,9 @@ struct StartupBenchmark {
     func runtimeCold(event: [UInt8], runs: Int) throws -> Pair {
         let api = try LocalRuntimeAPI(functionName: "push-register")
         defer { api.stop() }
-        return try interleaved(runs: runs, ours: bootstrap("push-register"), floor: floor("runtime")) { executable in
+        return try interleaved(
+            runs: runs, ours: bootstrap("push-register"), floor: floor("runtime"), earlier: earlierFloor("runtime")
+        ) { executable in
             let id = api.enqueue(event)
             let process = try Spawn.start(
                 executable: executable, environment: environment.merging(["AWS_LAMBDA_RUNTIME_API": api.address]) { $1 }
@@ -114,6 +128,24 @@ struct StartupBenchmark {
         let timing: Pair
         let bytes: (variant: Int, shipped: Int)
         let relativeRelocations: (variant: String, shipped: String)
+        /// Instructions of one registration under callgrind (exact, unlike the milliseconds), when valgrind is there.
+        let instructions: (variant: Int, shipped: Int)?
+    }
+
+    /// Instructions of one run of `executable` with `input` on stdin, counted by `valgrind --tool=callgrind`.
+    func instructions(_ executable: String, input: [UInt8]) -> Int? {
+        let output = NSTemporaryDirectory() + "bench-lever-\(UUID().uuidString).callgrind"
+        defer { unlink(output) }
+        guard
+            let result = try? ChildProcess.run(
+                executable: URL(fileURLWithPath: "/usr/bin/env"),
+                arguments: ["valgrind", "--tool=callgrind", "--callgrind-out-file=\(output)", executable],
+                environment: environment, input: Data(input)),
+            result.exitStatus == 0, let text = try? String(contentsOfFile: output, encoding: .utf8)
+        else { return nil }
+        return text.split(separator: "\n").first { $0.hasPrefix("summary:") }.flatMap {
+            Int($0.dropFirst("summary:".count).trimmingCharacters(in: .whitespaces))
+        }
     }
 
     func lever(_ name: String, variant: String, event: [UInt8], runs: Int) throws -> Lever {
@@ -123,10 +155,14 @@ struct StartupBenchmark {
             try expect(outcome, status: 200, executable)
             return outcome.milliseconds
         }
+        let counted = instructions(variant, input: event).flatMap { variant in
+            instructions(shipped, input: event).map { (variant, $0) }
+        }
         return Lever(
             name: name, timing: timing,
             bytes: (Self.fileSize(variant) ?? 0, Self.fileSize(shipped) ?? 0),
-            relativeRelocations: (Self.relativeRelocations(variant), Self.relativeRelocations(shipped)))
+            relativeRelocations: (Self.relativeRelocations(variant), Self.relativeRelocations(shipped)),
+            instructions: counted)
     }
 
     /// The relative relocations the loader applies before `main`: `RELACOUNT` of the dynamic section, or, packed as
@@ -206,7 +242,7 @@ struct StartupBenchmark {
     /// alternated event by event; each sample is event handed out → response posted. Then, untimed, `profiled`
     /// more with `strace -c -f` attached to each process, and the Runtime API connections they opened.
     func runtimeWarm(event: [UInt8], invocations: Int, profiled: Int) throws -> (Pair, WarmProfile) {
-        let executables = [bootstrap("push-register"), floor("runtime")]
+        let executables = [bootstrap("push-register"), floor("runtime")] + (earlierFloor("runtime").map { [$0] } ?? [])
         let apis = try executables.map { _ in try LocalRuntimeAPI(functionName: "push-register") }
         defer { apis.forEach { $0.stop() } }
         let processes = try zip(executables, apis).map { executable, api in
@@ -215,20 +251,22 @@ struct StartupBenchmark {
             )
         }
         defer { processes.forEach { $0.stop() } }
-        var samples: [[Double]] = [[], []]
+        var samples: [[Double]] = executables.map { _ in [] }
         func invoke(_ index: Int) throws -> LocalRuntimeAPI.Answer {
             let answer = try apis[index].answer(apis[index].enqueue(event), timeout: .seconds(30))
             try expect(answer, executables[index])
             return answer
         }
         for round in -1..<invocations {
-            for index in 0..<2 {
+            for index in executables.indices {
                 let answer = try invoke(index)
                 if round >= 0 { samples[index].append(benchMilliseconds(answer.posted - answer.handedOut)) }
             }
         }
-        let pair = Pair(ours: median(samples[0]), floor: median(samples[1]), runs: invocations)
-        let resident = zip(processes, executables).map { process, executable in
+        let pair = Pair(
+            ours: median(samples[0]), floor: median(samples[1]), runs: invocations,
+            earlierFloor: samples.count > 2 ? median(samples[2]) : nil)
+        let resident = zip(processes.prefix(2), executables.prefix(2)).map { process, executable in
             Self.residentByMapping(
                 pid: process.pid, executable: URL(fileURLWithPath: executable).resolvingSymlinksInPath().path)
         }
@@ -236,7 +274,7 @@ struct StartupBenchmark {
         let strace = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
         var tracers: [(Spawn.Running, String)] = []
         if let strace {
-            for process in processes {
+            for process in processes.prefix(2) {
                 let output = NSTemporaryDirectory() + "bench-warm-strace-\(UUID().uuidString).txt"
                 let tracer = try Spawn.start(
                     executable: strace, arguments: ["-c", "-f", "-o", output, "-p", String(process.pid)],
@@ -420,16 +458,74 @@ struct StartupBenchmark {
         return path[...slash] + database + query
     }
 
+    /// Where a warm invocation's database time goes: on one connection, alternated, medians of `runs` each, the same
+    /// caregiver and token as the bench's event (an existing device, as in the warm loop): the function's register
+    /// transaction (``PushDeviceRegistry/register(_:caregiverID:deviceCap:)``: the two advisory locks, the upsert,
+    /// the hand-over, the cap's update and the disabled rows' clean-up, in two round trips), the same locks and upsert
+    /// in a pipelined transaction with neither the cap nor the other updates, and the C floor's one upsert.
+    func registerTransactionCost(caregiver: UUID, token: String, runs: Int) throws -> [(String, Double)] {
+        let connection = try PostgresConnection(url: databaseURL)
+        defer { connection.close() }
+        let registry = PushDeviceRegistry(connection: connection)
+        let owner = caregiver.uuidString.lowercased()
+        let upsert: PostgresQuery = """
+            INSERT INTO caregiver_push.push_devices
+                (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
+                 last_seen_at)
+            VALUES ('CAREGIVER', \(caregiver), \(token), sha256(convert_to(\(token), 'UTF8')), 'ios', 'DEV', NULL, true,
+                    now())
+            ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET
+                platform = EXCLUDED.platform, environment = EXCLUDED.environment,
+                installation_id = COALESCE(EXCLUDED.installation_id, push_devices.installation_id),
+                is_enabled = true, disabled_reason = NULL, last_seen_at = now(), updated_at = now()
+            RETURNING id
+            """
+        let variants: [(String, () throws -> Void)] = [
+            (
+                "the function's register transaction (locks, upsert, hand-over, cap, clean-up; 2 round trips)",
+                {
+                    _ = try registry.register(
+                        .init(token: token, platform: .ios, environment: .development, installationID: nil),
+                        caregiverID: caregiver)
+                }
+            ),
+            (
+                "the two advisory locks and the upsert, one pipelined transaction (no cap, no other update)",
+                {
+                    _ = try connection.withPipelinedTransaction { transaction in
+                        try transaction.run([
+                            "SELECT pg_advisory_xact_lock(\(0x4F57_4E52), hashtext(\(owner)))",
+                            "SELECT pg_advisory_xact_lock(\(0x5055_5348), hashtext(\(token)))", upsert,
+                        ])
+                    }
+                }
+            ),
+            ("the C floor's one upsert (no transaction, no lock)", { _ = try connection.query(upsert) }),
+        ]
+        var samples: [[Double]] = variants.map { _ in [] }
+        for round in -1..<runs {
+            for (index, variant) in variants.enumerated() {
+                let start = ContinuousClock.now
+                try variant.1()
+                if round >= 0 { samples[index].append(benchMilliseconds(ContinuousClock.now - start)) }
+            }
+        }
+        return zip(variants, samples).map { ($0.0, median($1)) }
+    }
+
     /// `scripts/bench-startup-profile.sh`'s markdown: libraries, the dynamic loader's statistics, system calls and
     /// instruction counts of push-register against the C floors.
-    func profile(event: [UInt8]) throws -> String {
+    /// `figures`: the run's medians (wall ms ours and floor, CPU ms ours and floor) for the attribution's milliseconds.
+    func profile(event: [UInt8], figures: [Double]? = nil) throws -> String {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("register-\(UUID().uuidString).json")
         try Data(event).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let result = try ChildProcess.run(
             executable: URL(fileURLWithPath: "scripts/bench-startup-profile.sh"),
             arguments: [bootstrap("push-register"), floor("register"), floor("trivial"), file.path],
-            environment: environment, input: Data())
+            environment: environment.merging([
+                "BENCH_PROFILE_FIGURES": (figures ?? []).map { String(format: "%.3f", $0) }.joined(separator: " ")
+            ]) { $1 }, input: Data())
         guard result.exitStatus == 0 else {
             return "\nThe profile failed (exit \(result.exitStatus)): "
                 + String(decoding: result.standardError, as: UTF8.self).suffix(500) + "\n"
@@ -438,17 +534,21 @@ struct StartupBenchmark {
     }
 
     /// Runs `ours` and `floor` alternately, one untimed round first, and gives the two medians.
-    private func interleaved(
-        runs: Int, ours: String, floor: String, _ measure: (String) throws -> Double
+    /// With `earlier`, that program is the third of each round (``Pair/earlierFloor``).
+    func interleaved(
+        runs: Int, ours: String, floor: String, earlier: String? = nil, _ measure: (String) throws -> Double
     ) throws -> Pair {
-        var samples: [[Double]] = [[], []]
+        let executables = [ours, floor] + (earlier.map { [$0] } ?? [])
+        var samples: [[Double]] = executables.map { _ in [] }
         for round in -1..<runs {
-            for (index, executable) in [ours, floor].enumerated() {
+            for (index, executable) in executables.enumerated() {
                 let value = try measure(executable)
                 if round >= 0 { samples[index].append(value) }
             }
         }
-        return Pair(ours: median(samples[0]), floor: median(samples[1]), runs: runs)
+        return Pair(
+            ours: median(samples[0]), floor: median(samples[1]), runs: runs,
+            earlierFloor: samples.count > 2 ? median(samples[2]) : nil)
     }
 
     private func expect(_ outcome: Spawn.Outcome, status: Int64, _ executable: String) throws {
@@ -484,6 +584,10 @@ struct StartupFigures {
     let runtimeCold: StartupBenchmark.Pair
     let runtimeWarm: StartupBenchmark.Pair
     let resident: StartupBenchmark.Pair?
+    /// One line each for the goals' table: where the cold gap, a warm invocation and the resident pages go.
+    let coldWhere: String?
+    let warmWhere: String?
+    let residentWhere: String?
 }
 
 func startupSection(databaseURL: String, environment: [String: String]) throws -> (
@@ -508,7 +612,8 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         .joined(separator: " ") ?? "?"
     let started = Timestamp.rfc3339UTC(Date())
     // One caregiver and one device token for every run of (a), (b) and (d): the same valid event for both sides.
-    let event = try benchmark.registerEvent(token: "bench-startup-device")
+    let caregiver = UUID()
+    let event = try benchmark.registerEvent(caregiver: caregiver, token: "bench-startup-device")
     let cold = try benchmark.coldStdin(event: event, runs: runs)
     let alone = try benchmark.startupAlone(runs: runs, staticTrivial: environment["BENCH_TRIVIAL_BINARY"])
     let runtimeCold = try benchmark.runtimeCold(event: event, runs: runs)
@@ -527,9 +632,10 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         return String(format: "≤ %.1f: %@", limit, ratio <= limit ? "met" : "**missed**")
     }
     func row(_ name: String, _ pair: StartupBenchmark.Pair, _ unit: String, _ limit: Double?, _ how: String) -> String {
-        String(
-            format: "| %@ | %.2f %@ | %.2f %@ | **%.2f** | %@ | %@ |\n", name, pair.ours, unit, pair.floor, unit,
-            pair.ratio, goal(pair.ratio, limit), how)
+        let earlier = pair.earlierFloor.map { String(format: "%.2f %@ (%.2f)", $0, unit, pair.ours / $0) } ?? "—"
+        return String(
+            format: "| %@ | %.2f %@ | %.2f %@ | **%.2f** | %@ | %@ | %@ |\n", name, pair.ours, unit, pair.floor, unit,
+            pair.ratio, goal(pair.ratio, limit), earlier, how)
     }
     var report = """
 
@@ -543,11 +649,17 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         `.build/bench-lambda/<function>/` and runs that `bootstrap`, which loads the libraries bundled in its `lib/`.
         **The floors** are C programs in `Tests/Benchmarks/c`, built by `scripts/bench.sh` with `cc -O2`, linked
         dynamically against the system's libpq and libcurl: `c/trivial` (reads stdin, prints a tiny JSON),
-        `c/register` (reads the event, connects with `DATABASE_URL`, runs the register upsert
+        `c/register` (reads the event, checks the bearer token as push-register does: `alg` HS256, the HMAC-SHA-256
+        signature under `SUPABASE_JWT_SECRET` over OpenSSL's low-level SHA-256 as the function computes it, `exp`,
+        `aud` and `role`; connects with `DATABASE_URL`, runs the register upsert
         `INSERT … ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE … RETURNING id` once, prints the
         response, closes stdout), `c/runtime` (the same as a Lambda custom runtime over libcurl:
-        `GET …/invocation/next`, the upsert on a connection opened at first use and kept,
-        `POST …/invocation/{id}/response`, loop). One harness for both sides (`Spawn`: `posix_spawn` with the event
+        `GET …/invocation/next`, the check and the upsert on a connection opened at first use and kept,
+        `POST …/invocation/{id}/response`, loop). What the floors still skip: they search the event and the token's
+        JSON instead of parsing them, and run one statement with no transaction, no advisory lock, no device cap, no
+        installation rotation or hand-over. **Earlier floor**: `c/register-unverified` and `c/runtime-unverified`,
+        the floors of the rounds before this one, which decode the token's `sub` without checking anything; they
+        run as a third program in the same interleaved loops, for comparison. One harness for both sides (`Spawn`: `posix_spawn` with the event
         already in the stdin pipe, start → stdout's EOF); the two sides alternate run by run after one untimed round;
         medians. The event: one caregiver with a valid HS256 session registering one device token (`ios`, `DEV`),
         the same bytes for both sides in every run. The Runtime API is served by the bench process itself
@@ -555,8 +667,8 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         `Lambda-Runtime-Aws-Request-Id`, `-Deadline-Ms`, `-Invoked-Function-Arn` and `-Trace-Id`; a response `POST`
         gets 202), push-register looping on it because `AWS_LAMBDA_RUNTIME_API` is set (`FunctionHost`).
 
-        | figure | push-register | C floor | ours ÷ C | goal | measured |
-        |---|---:|---:|---:|---|---|
+        | figure | push-register | C floor | ours ÷ C | goal | earlier floor (ours ÷ it) | measured |
+        |---|---:|---:|---:|---|---:|---|
 
         """
     report += row(
@@ -636,13 +748,20 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         |---|---:|---:|---:|
 
         """
+    var cpu: [String: Double] = [:]
     for (name, executable, input) in usageRows {
         let usage = try benchmark.usage(executable, input: input, runs: 9)
+        cpu[name] = usage.cpuMilliseconds
         report += String(
             format: "| %@ | %.2f | %.0f | %.1f |\n", name, usage.cpuMilliseconds, usage.minorFaults,
             usage.peakResidentKilobytes / 1024)
     }
-    report += try benchmark.profile(event: event)
+    let profile = try benchmark.profile(
+        event: event,
+        figures: [
+            cold.ours, cold.floor, cpu["push-register, register event"] ?? 0, cpu["c/register, register event"] ?? 0,
+        ])
+    report += profile
     report += String(
         format: """
 
@@ -682,10 +801,52 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         report += String(
             format: "| %@ | %.2f | %.2f |\n", name, Double(kilobytes) / 1024, Double(floorResident[name] ?? 0) / 1024)
     }
+    let transaction = try benchmark.registerTransactionCost(
+        caregiver: caregiver, token: "bench-startup-device", runs: warmInvocations)
+    report += """
+
+        **A warm invocation's database work** (in the bench process, one connection kept, as a warm function keeps
+        it; the three alternated, \(warmInvocations) each, medians; the bench event's caregiver and token, a device that
+        exists, as in the warm loop). The device cap needs the caregiver's lock and its update; the token's lock
+        keeps two caregivers registering one phone at once from both keeping it (docs/behaviour.md#devices).
+
+        | what runs | median ms | × the C floor's upsert |
+        |---|---:|---:|
+
+        """
+    let upsertAlone = transaction.last?.1 ?? 1
+    for (name, milliseconds) in transaction {
+        report += String(format: "| %@ | %.3f | %.2f |\n", name, milliseconds, milliseconds / upsertAlone)
+    }
     report += try leversSection(benchmark, event: event, runs: runs, environment: environment)
+    // The goals' table's "where the time goes" lines.
+    let coldWhere = profile.split(separator: "\n").first { $0.hasPrefix("Largest parts of the gap:") }.map {
+        String($0.dropFirst("Largest parts of the gap:".count)).trimmingCharacters(in: .whitespaces)
+    }
+    let warmCalls =
+        warmProfile.systemCalls.count == 2
+        ? String(
+            format: "; system calls per invocation %.1f against %.1f", warmProfile.systemCalls[0]["total"] ?? 0,
+            warmProfile.systemCalls[1]["total"] ?? 0) : ""
+    let warmWhere =
+        transaction.count == 3
+        ? String(
+            format:
+                "the register transaction %.2f ms in-process against the floor's one upsert %.2f ms (the locks and "
+                + "upsert alone %.2f ms): %.2f of the %.2f ms gap%@ (\"A warm invocation's database work\")",
+            transaction[0].1, transaction[2].1, transaction[1].1, transaction[0].1 - transaction[2].1,
+            runtimeWarm.ours - runtimeWarm.floor, warmCalls) : nil
+    let residentWhere = oursResident.sorted(by: { $0.value > $1.value }).prefix(3).map { name, kilobytes in
+        String(
+            format: "%@ %.1f MiB (C: %.1f)", name, Double(kilobytes) / 1024, Double(floorResident[name] ?? 0) / 1024)
+    }.joined(separator: ", ")
     return (
         report,
-        StartupFigures(cold: cold, runtimeCold: runtimeCold, runtimeWarm: runtimeWarm, resident: residentPair)
+        StartupFigures(
+            cold: cold, runtimeCold: runtimeCold, runtimeWarm: runtimeWarm, resident: residentPair,
+            coldWhere: coldWhere, warmWhere: warmWhere,
+            residentWhere: "warm runtime's resident pages by mapping (\"Resident memory by mapping\"): " + residentWhere
+        )
     )
 }
 
@@ -698,6 +859,13 @@ func leversSection(
     }
     let explained = [
         "unstripped": "the symbol and debug sections kept (`RELEASE_STRIP=0`): what stripping moved",
+        "linker-order":
+            "**shipped the other way**: DT_NEEDED as the Swift link lists it (libssl, libm, libgcc_s ahead of libc in "
+            + "the loader's lookup scope), not reordered by `scripts/needed-order.sh`; above 1: what the reorder saves",
+        "evp-digests":
+            "**shipped the other way**: SHA-256 and the token's HMAC through EVP (`EVP_Digest`, `HMAC()`: the first "
+            + "use loads OpenSSL's configuration and default provider), not the low-level SHA-256; above 1: what the "
+            + "low-level path saves",
         "function-sections":
             "every function and datum in a section of its own (`-Xfrontend -function-sections`), so that the "
             + "`--gc-sections` SwiftPM already passes can drop unused ones",
@@ -714,20 +882,54 @@ func leversSection(
         release executables with `--gc-sections`. Relative relocations: `readelf -d`'s `RELACOUNT`, what the loader
         applies before `main`.
 
-        | lever | what changes | variant ms | shipped ms | variant ÷ shipped | variant MB | shipped MB | relative relocations, variant / shipped |
-        |---|---|---:|---:|---:|---:|---:|---:|
+        | lever | what changes | variant ms | shipped ms | variant ÷ shipped | instructions, variant − shipped (callgrind) | variant MB | shipped MB | relative relocations, variant / shipped |
+        |---|---|---:|---:|---:|---:|---:|---:|---:|
 
         """
     let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+    // The HMAC's provider start-up in C alone: the fair floor computed through OpenSSL's HMAC() against the shipped
+    // floor's low-level SHA-256, both C, both the register event.
+    let evpFloor = benchmark.floor("register-evp")
+    if FileManager.default.isExecutableFile(atPath: evpFloor) {
+        let pair = try benchmark.interleaved(runs: runs, ours: evpFloor, floor: benchmark.floor("register")) {
+            executable in
+            let outcome = try Spawn.run(executable: executable, environment: benchmark.environment, input: event)
+            guard outcome.exitStatus == 0, outcome.statusCode == 200 else {
+                throw BenchmarkError("\(executable) answered \(outcome.statusCode.map(String.init) ?? "nothing")")
+            }
+            return outcome.milliseconds
+        }
+        report += String(
+            format: "| C: HMAC() | `c/register` with the token's HMAC through OpenSSL's `HMAC()` (EVP) against "
+                + "`c/register` (low-level SHA-256): the provider's start-up alone, in C | %.2f | %.2f | %.3f | %@ | | | |\n",
+            pair.ours, pair.floor, pair.ratio,
+            (benchmark.instructions(evpFloor, input: event).flatMap { variant in
+                benchmark.instructions(benchmark.floor("register"), input: event).map {
+                    String(format: "%+d (%.3f ×)", variant - $0, Double(variant) / Double($0))
+                }
+            } ?? "—"))
+    }
     for name in names {
         let variant = URL(fileURLWithPath: directory).appendingPathComponent(name).appendingPathComponent("bootstrap")
         guard FileManager.default.isExecutableFile(atPath: variant.path) else { continue }
         let lever = try benchmark.lever(name, variant: variant.path, event: event, runs: runs)
+        let counted = lever.instructions.map { String(format: "%+d (%.3f ×)", $0 - $1, Double($0) / Double($1)) } ?? "—"
         report += String(
-            format: "| %@ | %@ | %.2f | %.2f | %.3f | %.1f | %.1f | %@ / %@ |\n", name, explained[name] ?? "—",
-            lever.timing.ours, lever.timing.floor, lever.timing.ratio, Double(lever.bytes.variant) / 1e6,
+            format: "| %@ | %@ | %.2f | %.2f | %.3f | %@ | %.1f | %.1f | %@ / %@ |\n", name, explained[name] ?? "—",
+            lever.timing.ours, lever.timing.floor, lever.timing.ratio, counted, Double(lever.bytes.variant) / 1e6,
             Double(lever.bytes.shipped) / 1e6, lever.relativeRelocations.variant, lever.relativeRelocations.shipped)
     }
+    report += """
+
+        What ships from these: the low-level SHA-256 for the token's HMAC and the device token's hash (`evp-digests`
+        is the EVP way it replaced) and the reordered DT_NEEDED (`linker-order` is the linker's order it replaced),
+        each kept because its instruction count is lower and it changes nothing else. Not shipped: `function-sections`
+        and `lld` (no change worth a second linker or flag), `relr` (Amazon Linux 2023's glibc cannot load it),
+        `unstripped` (stripping stays: the same start-up, a smaller zip). FoundationEssentials stays: its share of
+        the gap is the JSON and Foundation rows of "Where the cold gap goes", against which a rewrite of the coders
+        would be measured.
+
+        """
     return report
 }
 
