@@ -4,6 +4,7 @@ import JOSE
 import ProcessSupervision
 import CaregiverPush
 import Foundation
+import TestSupport
 
 /// Transaction pooling: the functions behind PgBouncer in transaction-pooling mode against the database directly, in
 /// one run, against one PostgreSQL (whose `max_connections`, 300, is enough for the direct path). `scripts/bench.sh`

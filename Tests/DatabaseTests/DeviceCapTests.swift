@@ -47,6 +47,35 @@ struct DeviceCapTests {
         #expect(Set(after.filter { !$0.enabled }.map(\.token)) == [tokens[1], tokens[2]])
     }
 
+    @Test("a registration reports what each of its statements changed: rotation, hand-over and cap, each its own count")
+    func registrationCounts() throws {
+        let (first, second) = (UUID(), UUID())
+        let tokens = (0..<4).map { _ in makeDeviceToken() }
+        func device(_ index: Int, installation: String?) -> PushDeviceRegistry.Registration {
+            .init(token: tokens[index], platform: .ios, environment: .development, installationID: installation)
+        }
+        func counts(_ result: PushDeviceRegistry.RegistrationResult) -> [Int] {
+            [result.replaced, result.reassigned, result.overCap]
+        }
+        try TestDatabase.with { connection in
+            let registry = PushDeviceRegistry(connection: connection)
+            let installation = "install-\(UUID().uuidString)"
+            let initial = try registry.register(device(0, installation: installation), caregiverID: first, deviceCap: 3)
+            #expect(counts(initial) == [0, 0, 0])
+            _ = try registry.register(device(1, installation: nil), caregiverID: first, deviceCap: 3)
+            // The same installation with a new token: the old token's device is rotated out.
+            let rotated = try registry.register(device(2, installation: installation), caregiverID: first, deviceCap: 3)
+            #expect(counts(rotated) == [1, 0, 0])
+            // Another caregiver takes the first caregiver's token 1: handed over.
+            let handedOver = try registry.register(device(1, installation: nil), caregiverID: second, deviceCap: 3)
+            #expect(counts(handedOver) == [0, 1, 0])
+            // A cap of 1 leaves only the device registering now.
+            let capped = try registry.register(device(3, installation: nil), caregiverID: first, deviceCap: 1)
+            #expect(counts(capped) == [0, 0, 1])
+            #expect(capped.deviceID != initial.deviceID)
+        }
+    }
+
     @Test("40 distinct tokens of one caregiver leave the cap enabled and only the 20 most recently disabled rows")
     func disabledRowsAreCapped() throws {
         let caregiver = UUID()
