@@ -164,6 +164,23 @@ struct DeliveryRunTests {
         #expect(b.lastError == "503 UNAVAILABLE; not sent before the deadline")
     }
 
+    @Test("a retry held behind a pause past its lease's deadline is never sent, though the sweep's run goes on")
+    func pauseOutlastsTheLease() throws {
+        let world = World(tokens: ["a", "b"], sendWindow: .seconds(2)) { request in
+            switch (request.deviceToken, request.previous) {
+            case ("a", _): .error(429, "RESOURCE_EXHAUSTED", fcmCode: "QUOTA_EXCEEDED", retryAfter: 5)
+            case ("b", 0): .error(503, "UNAVAILABLE")
+            default: .sent()
+            }
+        }
+        let report = world.run(deadline: .seconds(2), runDeadline: .seconds(20))
+        #expect(report.retryScheduled == 2 && report.sent == 0)
+        // The lease's deadline is 2 s; the pause ends at 5.05 s.
+        #expect(world.times("b") == [0])
+        #expect(world.queue.row("b")?.lastError == "503 UNAVAILABLE; not sent before the deadline")
+        #expect(world.queue.recordings.allSatisfy { $0.at <= world.clock.at(.seconds(2)) })
+    }
+
     @Test("a refused access token (401) is minted again once, and every refused device is sent again with it")
     func reMintOn401() throws {
         let world = World(tokens: ["a", "b"]) { request in

@@ -100,7 +100,10 @@ final class ScriptedFCM: DeliveryTransport {
             }
             startDue(completion: completion)
             finishDone(completion: completion)
-            guard let next = (waiting.map(\.due) + onTheWire.map(\.endsAt)).min() else { return }
+            // A request that can no longer start in time is reported at the next pass, as a client does.
+            let now = clock.now
+            let starts = waiting.map { item in item.notAfter.map { max(item.due, now) >= $0 } == true ? now : item.due }
+            guard let next = (starts + onTheWire.map(\.endsAt)).min() else { return }
             clock.advance(to: min(next, deadline))
         }
     }
