@@ -15,9 +15,9 @@ import Logging
 /// response, and `push-sweep`'s batches.
 ///
 /// 1. Gets the FCM access token first (shared in `fcm_access_tokens`), so that nothing is leased that cannot be sent.
-/// 2. Leases the due deliveries (``DeliveryQueue/lease(eventKey:limit:configuration:database:)``).
-/// 3. Sends them concurrently over the process's ``CurlClient``, retrying transient failures inside the deadline.
-/// 4. Records each outcome; what could not be sent in time goes back to `PENDING` with a back-off, for the sweep.
+/// 2. Hands the rest to one ``DeliveryRun`` over the process's ``CurlClient`` and ``DeliveryQueue``: it leases the due
+///    deliveries, sends them concurrently, retrying transient failures inside the deadline, and records each
+///    outcome; what could not be sent in time goes back to `PENDING` with a back-off, for the sweep.
 ///
 /// Nothing is thrown: this runs after the response. Whatever goes wrong leaves deliveries `PENDING` or leased, and a
 /// lease runs out: the sweep finishes the job.
