@@ -126,7 +126,11 @@ public final class CurlClient {
             )] = []
         /// Per origin, transfers of this pass waiting for a connection that is being opened.
         var waitingForOpeners: [String: Int] = [:]
-        for item in pending {
+        // A completion called below may schedule more (a retry, a sender's next lease): it goes to `pending`, kept
+        // behind what still waits.
+        let items = pending
+        pending = []
+        for item in items {
             if let notAfter = item.notAfter, max(item.due, now) >= notAfter {
                 completion(item.tag, .failure(CurlError(.notStarted)))
                 continue
@@ -172,7 +176,7 @@ public final class CurlClient {
                 completion(item.tag, .failure(error))
             }
         }
-        pending = remaining
+        pending = remaining + pending
     }
 
     /// Counts the connections whose handshake finished since the last look: their streams are free for the

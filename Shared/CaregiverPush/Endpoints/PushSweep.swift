@@ -1,4 +1,3 @@
-import Codecs
 import Libpq
 import FoundationEssentials
 import Logging
@@ -19,9 +18,6 @@ import Logging
 /// Every step works in bounded batches. The summary (counts) is the invocation's response.
 public struct PushSweep: ScheduledJob {
     public let functionName = "push-sweep"
-    /// Rows one maintenance statement touches, and how many such statements one step may run.
-    static let maintenanceBatch = 1000
-    static let maintenanceRounds = 10
 
     public init() {}
 
@@ -50,7 +46,7 @@ public struct PushSweep: ScheduledJob {
             ContinuousClock.now + .milliseconds(configuration.pushSweepTimeLimitMilliseconds),
             context.deadline.map { $0 - PushDispatcher.hostDeadlineMargin } ?? .now + .seconds(86_400))
         var summary = Summary()
-        let maintenance = Maintenance(configuration: configuration, database: context.database)
+        let maintenance = DeliveryMaintenance(configuration: configuration, database: context.database)
         do {
             summary.devicesPruned = try maintenance.pruneStaleDevices()
             summary.disabledDeviceDeliveries = try maintenance.endDisabledDeviceDeliveries()
@@ -58,35 +54,11 @@ public struct PushSweep: ScheduledJob {
         } catch {
             return stopped(summary, "database", error: error, context: context)
         }
-        var report = PushDispatcher.Report()
         let dispatcher = PushDispatcher(configuration: configuration, logger: context.logger)
-        // A batch needs time to be worth leasing: its leases would otherwise only run out.
-        let minimumBatchTime = Duration.milliseconds(min(configuration.pushSendDeadlineMilliseconds, 2000))
-        let pacer = SendPacer(perSecond: configuration.pushSweepSendRate)
-        while runDeadline - .now >= minimumBatchTime {
-            // FCM asked this sender to pause (429 with Retry-After): wait it out when the run has time left after it.
-            if let pausedUntil = (try? context.push.httpClient())?.pausedUntil, pausedUntil > .now {
-                guard runDeadline - pausedUntil >= minimumBatchTime else {
-                    summary.stoppedEarly = "throttled"
-                    break
-                }
-                ThreadSleep.sleep(until: pausedUntil)
-            }
-            // Leases keep coming while earlier sends are in flight (at most two batches outstanding), paced below
-            // FCM's quota; the loop goes round again only after a pause FCM asked for.
-            let batch = dispatcher.run(
-                limit: configuration.pushSweepBatchSize, eventKey: nil, database: context.database,
-                push: context.push, deadline: min(dispatcher.sendDeadline(hostDeadline: nil), runDeadline),
-                logger: context.logger,
-                continuation: .init(runDeadline: runDeadline, minimumLeaseTime: minimumBatchTime, pacer: pacer))
-            if let reason = batch.skippedReason {
-                summary.stoppedEarly = reason
-                break
-            }
-            summary.batches += batch.leases
-            report.add(batch)
-            if !batch.moreDue { break }
-        }
+        let (report, stoppedEarly) = dispatcher.sweep(
+            until: runDeadline, database: context.database, push: context.push)
+        summary.stoppedEarly = stoppedEarly
+        summary.batches = report.leases
         summary.leased = report.leased
         summary.sent = report.sent
         summary.failed = report.failed
@@ -125,131 +97,5 @@ public struct PushSweep: ScheduledJob {
                 "sweep.deleted": .stringConvertible(summary.deliveriesDeleted),
             ])
         return summary
-    }
-
-    /// The sweep's bookkeeping statements, each in its own bounded transaction, each a bounded batch.
-    struct Maintenance {
-        let configuration: Configuration
-        let database: DatabaseSession
-
-        /// Runs `statement` until it touches fewer than a batch of rows, at most ``maintenanceRounds`` times.
-        private func rounds(_ statement: () -> PostgresQuery) throws -> Int {
-            var total = 0
-            for _ in 0..<PushSweep.maintenanceRounds {
-                let touched = try database.withTransaction { try $0.query(statement()).affectedRows }
-                total += touched
-                if touched < PushSweep.maintenanceBatch { break }
-            }
-            return total
-        }
-
-        /// Devices not seen for `PUSH_DEVICE_STALE_DAYS`: Android tokens expire at 270 days, and Google advises
-        /// treating older tokens as dead.
-        func pruneStaleDevices() throws -> Int {
-            try rounds {
-                """
-                WITH stale AS (
-                    SELECT id FROM caregiver_push.push_devices
-                    WHERE is_enabled AND last_seen_at < now() - make_interval(days => \(configuration.pushDeviceStaleDays))
-                    ORDER BY last_seen_at LIMIT \(PushSweep.maintenanceBatch)
-                    FOR UPDATE SKIP LOCKED
-                )
-                UPDATE caregiver_push.push_devices d
-                SET is_enabled = false, disabled_reason = 'STALE', updated_at = now()
-                FROM stale WHERE d.id = stale.id
-                """
-            }
-        }
-
-        /// Due deliveries whose device was disabled after the event was written: never sent, and the reason kept.
-        func endDisabledDeviceDeliveries() throws -> Int {
-            try rounds {
-                """
-                WITH orphaned AS (
-                    SELECT p.id FROM caregiver_push.push_deliveries p
-                    JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
-                    WHERE NOT d.is_enabled
-                      AND (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
-                    LIMIT \(PushSweep.maintenanceBatch)
-                    FOR UPDATE OF p SKIP LOCKED
-                )
-                UPDATE caregiver_push.push_deliveries p
-                SET status = 'FAILED', last_error = 'device disabled (' || d.disabled_reason || ') before sending',
-                    lease_until = NULL, lease_token = NULL, updated_at = now()
-                FROM orphaned, caregiver_push.push_devices d
-                WHERE p.id = orphaned.id AND d.id = p.push_device_id
-                """
-            }
-        }
-
-        /// Due deliveries whose event is older than `PUSH_MAX_AGE_SECONDS`: a late "just took the medicine" would
-        /// mislead, so they are never sent.
-        func expireOldDeliveries() throws -> Int {
-            try rounds {
-                """
-                WITH old AS (
-                    SELECT p.id FROM caregiver_push.push_deliveries p
-                    JOIN caregiver_push.push_events e ON e.event_key = p.event_key
-                    WHERE (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
-                      AND e.created_at <= now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
-                    LIMIT \(PushSweep.maintenanceBatch)
-                    FOR UPDATE OF p SKIP LOCKED
-                )
-                UPDATE caregiver_push.push_deliveries p
-                SET status = 'EXPIRED',
-                    last_error = CASE WHEN p.last_error IS NULL THEN 'expired: not sent within PUSH_MAX_AGE_SECONDS'
-                                 ELSE 'expired after ' || p.attempts || ' attempts; last: ' || p.last_error END,
-                    lease_until = NULL, lease_token = NULL, updated_at = now()
-                FROM old WHERE p.id = old.id
-                """
-            }
-        }
-
-        /// Devices disabled (or last changed while disabled) before the retention: their reason has been shown long
-        /// enough. Their deliveries go with them (all final by then: the sweep ends a disabled device's due ones).
-        func deleteOldDisabledDevices() throws -> Int {
-            try rounds {
-                """
-                WITH old AS (
-                    SELECT id FROM caregiver_push.push_devices
-                    WHERE NOT is_enabled
-                      AND updated_at < now() - make_interval(days => \(configuration.pushRetentionDays))
-                    ORDER BY updated_at LIMIT \(PushSweep.maintenanceBatch)
-                    FOR UPDATE SKIP LOCKED
-                )
-                DELETE FROM caregiver_push.push_devices d USING old WHERE d.id = old.id
-                """
-            }
-        }
-
-        /// Final deliveries last changed before the retention, then events older than it with no delivery left.
-        /// Nothing owed is ever deleted: an event goes only once all its deliveries have.
-        func deleteOldFinalRows() throws -> (deliveries: Int, events: Int) {
-            let days = configuration.pushRetentionDays
-            let deliveries = try rounds {
-                """
-                WITH old AS (
-                    SELECT id FROM caregiver_push.push_deliveries
-                    WHERE status IN ('SENT', 'FAILED', 'DISABLED_TOKEN', 'EXPIRED')
-                      AND updated_at < now() - make_interval(days => \(days))
-                    LIMIT \(PushSweep.maintenanceBatch)
-                )
-                DELETE FROM caregiver_push.push_deliveries p USING old WHERE p.id = old.id
-                """
-            }
-            let events = try rounds {
-                """
-                WITH old AS (
-                    SELECT e.event_key FROM caregiver_push.push_events e
-                    WHERE e.created_at < now() - make_interval(days => \(days))
-                      AND NOT EXISTS (SELECT 1 FROM caregiver_push.push_deliveries p WHERE p.event_key = e.event_key)
-                    LIMIT \(PushSweep.maintenanceBatch)
-                    FOR UPDATE SKIP LOCKED
-                )
-                DELETE FROM caregiver_push.push_events e USING old WHERE e.event_key = old.event_key
-                """
-            }
-            return (deliveries, events)
-        }
     }
 }

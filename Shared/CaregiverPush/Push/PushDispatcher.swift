@@ -15,9 +15,9 @@ import Logging
 /// response, and `push-sweep`'s batches.
 ///
 /// 1. Gets the FCM access token first (shared in `fcm_access_tokens`), so that nothing is leased that cannot be sent.
-/// 2. Leases the due deliveries (``DeliveryQueue/lease(eventKey:limit:configuration:database:)``).
-/// 3. Sends them concurrently over the process's ``CurlClient``, retrying transient failures inside the deadline.
-/// 4. Records each outcome; what could not be sent in time goes back to `PENDING` with a back-off, for the sweep.
+/// 2. Hands the rest to one ``DeliveryRun`` over the process's ``CurlClient`` and ``DeliveryQueue``: it leases the due
+///    deliveries, sends them concurrently, retrying transient failures inside the deadline, and records each
+///    outcome; what could not be sent in time goes back to `PENDING` with a back-off, for the sweep.
 ///
 /// Nothing is thrown: this runs after the response. Whatever goes wrong leaves deliveries `PENDING` or leased, and a
 /// lease runs out: the sweep finishes the job.
@@ -137,84 +137,30 @@ public struct PushDispatcher {
                 metadata: ["error": .string(String(describing: error))])
             return Report(skippedReason: "access token")
         }
-        if let pausedUntil = client.pausedUntil, pausedUntil > .now {
-            // FCM asked this sender to pause (429 with Retry-After): lease nothing before the pause is over, and
-            // nothing at all when it outlasts the deadline — the deliveries stay due for whoever comes next.
-            guard pausedUntil < deadline else {
-                log.warning("push deferred: FCM asked this sender to pause past the deadline")
-                return Report(skippedReason: "throttled")
-            }
-            ThreadSleep.sleep(until: pausedUntil)
-        }
-        let lease: (token: UUID, deliveries: [LeasedDelivery])
-        do {
-            lease = try DeliveryQueue.lease(
-                eventKey: eventKey, limit: limit, configuration: configuration, database: database)
-        } catch {
-            log.error("push deferred to the sweep: deliveries could not be leased", metadata: ErrorMetadata.of(error))
-            return Report(skippedReason: "lease")
-        }
-        guard !lease.deliveries.isEmpty else {
-            log.info("push has nothing due")
-            return Report()
-        }
         let opened = client.connectionsOpened
-        var report = Report()
-        let refill = continuation.map { continuation in
-            Refill(
-                next: {
-                    guard continuation.runDeadline - .now >= continuation.minimumLeaseTime else { return nil }
-                    let leaseDeadline = min(sendDeadline(hostDeadline: nil), continuation.runDeadline)
-                    do {
-                        let next = try DeliveryQueue.lease(
-                            eventKey: eventKey, limit: limit, configuration: configuration, database: database)
-                        return Lease(token: next.token, deliveries: next.deliveries, deadline: leaseDeadline)
-                    } catch {
-                        log.error("push: the next deliveries could not be leased", metadata: ErrorMetadata.of(error))
-                        return nil
-                    }
-                }, batchSize: limit, pacer: continuation.pacer)
+        let delivery = DeliveryRun(
+            transport: client,
+            store: DatabaseDeliveryStore(
+                eventKey: eventKey, configuration: configuration, database: database, logger: log),
+            clock: SystemDeliveryClock(),
+            settings: .init(
+                sendURL: "\(configuration.fcmAPIBaseURL)/v1/projects/\(provider.account.projectID)/messages:send",
+                trust: configuration.trustStore, batchSize: limit,
+                sendWindow: .milliseconds(configuration.pushSendDeadlineMilliseconds), continuation: continuation),
+            accessToken: accessToken, logger: log
+        ) { rejected, leaseDeadline in
+            try provider.accessToken(
+                connection: try database.connection(), rejected: rejected,
+                timeoutMilliseconds: mintTimeout(until: leaseDeadline), logger: log)
         }
-        report.moreDue = send(
-            Lease(token: lease.token, deliveries: lease.deliveries, deadline: deadline), accessToken: accessToken,
-            provider: provider, client: client, database: database, refill: refill,
-            until: continuation?.runDeadline ?? deadline, logger: log
-        ) { done, outcomes in
-            var leaseReport = Report(leased: done.deliveries.count, leases: 1)
-            tally(outcomes, into: &leaseReport, logger: log)
-            DeliveryQueue.record(outcomes, lease: done.token, database: database, logger: log)
-            report.add(leaseReport)
-        }
+        var report = delivery.run(deadline: deadline)
         report.connectionsOpened = client.connectionsOpened - opened
-        log.info(
-            "push dispatched",
-            metadata: [
-                "push.leased": .stringConvertible(report.leased), "push.sent": .stringConvertible(report.sent),
-                "push.disabled": .stringConvertible(report.disabled), "push.failed": .stringConvertible(report.failed),
-                "push.retry": .stringConvertible(report.retryScheduled),
-            ])
         return report
     }
 
-    private func tally(_ outcomes: [DeliveryOutcome], into report: inout Report, logger: Logger) {
-        for outcome in outcomes {
-            switch outcome.status {
-            case .sent: report.sent += 1
-            case .disabledToken: report.disabled += 1
-            case .failed: report.failed += 1
-            case .pending: report.retryScheduled += 1
-            }
-            let level: Logger.Level = outcome.status == .sent ? .debug : .warning
-            logger.log(
-                level: level, "push delivery finished",
-                metadata: [
-                    "push.device": .string(outcome.delivery.deviceID.uuidString.lowercased()),
-                    "push.token_hash": .string(SHA256.hexPrefix(of: outcome.delivery.token)),
-                    "push.status": .string(outcome.status.rawValue),
-                    "push.attempts": .stringConvertible(outcome.attempts),
-                    "push.error": .string(outcome.lastError ?? ""),
-                ])
-        }
+    /// Exponential back-off with jitter (``RetryPolicy/backoff(afterAttempt:retryAfter:)`` with this type's limits).
+    func backoff(afterAttempt attempt: Int, retryAfter: TimeInterval?) -> Duration {
+        RetryPolicy().backoff(afterAttempt: attempt, retryAfter: retryAfter)
     }
 
     /// A mint holds the shared advisory lock across its HTTP call: never longer than one statement may run, nor

@@ -5,10 +5,12 @@ final class SendPacer {
     let interval: Duration
     /// How far ahead of the theoretical arrival time a send may start.
     let burst: Duration
-    private var theoreticalArrival = ContinuousClock.now
+    private var theoreticalArrival: ContinuousClock.Instant
 
-    init(perSecond rate: Int) {
+    /// - Parameter start: the instant pacing starts from (a run's clock's now).
+    init(perSecond rate: Int, start: ContinuousClock.Instant = .now) {
         let rate = max(rate, 1)
+        theoreticalArrival = start
         interval = .seconds(1) / rate
         burst = interval * max(rate / 10 - 1, 0)
     }

@@ -1,0 +1,170 @@
+import Codecs
+@testable import CaregiverPush
+import Curl
+
+/// Stands where FCM (and the process's HTTP client) would: it answers each request as the test scripts it, after a
+/// scripted delay, on a ``ManualClock`` that it moves from one request's start or end to the next. It keeps a
+/// client's rules — a request never starts before its due instant or during a sender pause, never after its
+/// `notAfter` (`.notStarted`), its attempt ends at its timeout (`.timedOut`), and at the run's deadline what is on the
+/// wire ends `.deadlineExceeded` and what waits `.notStarted` — so a delivery run needs no curl and no network.
+final class ScriptedFCM: DeliveryTransport {
+    /// What FCM does with one request.
+    enum Answer {
+        case response(status: Int, headers: [String: String] = [:], body: String, after: Duration = .milliseconds(50))
+        /// No HTTP answer (a reset, a refused connection) after `after`.
+        case failure(CurlError.Kind, after: Duration = .milliseconds(50))
+
+        static func sent(_ name: String = "projects/p/messages/1") -> Answer {
+            .response(status: 200, body: #"{"name":"\#(name)"}"#)
+        }
+
+        static func error(_ status: Int, _ code: String, fcmCode: String? = nil, retryAfter: Int? = nil) -> Answer {
+            let details =
+                fcmCode.map {
+                    #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"#
+                } ?? ""
+            return .response(
+                status: status, headers: retryAfter.map { ["retry-after": String($0)] } ?? [:],
+                body: #"{"error":{"code":\#(status),"status":"\#(code)"\#(details)}}"#)
+        }
+    }
+
+    /// A request as FCM received it.
+    struct Received {
+        let deviceToken: String
+        let authorization: String
+        /// When it started, on the clock.
+        let at: ContinuousClock.Instant
+        /// How many requests for this device came before it.
+        let previous: Int
+    }
+
+    private struct Waiting {
+        let due: ContinuousClock.Instant
+        let request: CurlRequest
+        let tag: Int
+        let timeout: Int
+        let notAfter: ContinuousClock.Instant?
+    }
+
+    private struct OnTheWire {
+        let endsAt: ContinuousClock.Instant
+        let tag: Int
+        let result: Result<CurlResponse, CurlError>
+    }
+
+    let clock: ManualClock
+    private let answer: (Received) -> Answer
+    private(set) var received: [Received] = []
+    private var waiting: [Waiting] = []
+    private var onTheWire: [OnTheWire] = []
+    private(set) var pausedUntil: ContinuousClock.Instant?
+
+    init(clock: ManualClock, answer: @escaping (Received) -> Answer) {
+        self.clock = clock
+        self.answer = answer
+    }
+
+    var outstanding: Int { waiting.count + onTheWire.count }
+
+    /// Requests received for `deviceToken`, in order.
+    func requests(to deviceToken: String) -> [Received] { received.filter { $0.deviceToken == deviceToken } }
+
+    func throttle(until instant: ContinuousClock.Instant) {
+        guard instant > (pausedUntil ?? clock.now) else { return }
+        pausedUntil = instant
+        waiting = waiting.map {
+            Waiting(
+                due: max($0.due, instant), request: $0.request, tag: $0.tag, timeout: $0.timeout, notAfter: $0.notAfter)
+        }
+    }
+
+    func schedule(
+        _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant, timeoutMilliseconds: Int,
+        notAfter: ContinuousClock.Instant?
+    ) {
+        waiting.append(
+            Waiting(
+                due: max(due, pausedUntil ?? due), request: request, tag: tag, timeout: timeoutMilliseconds,
+                notAfter: notAfter))
+    }
+
+    func run(
+        until deadline: ContinuousClock.Instant,
+        completion: (_ tag: Int, _ result: Result<CurlResponse, CurlError>) -> Void
+    ) {
+        while !waiting.isEmpty || !onTheWire.isEmpty {
+            if clock.now >= deadline {
+                abandonAll(completion: completion)
+                return
+            }
+            startDue(completion: completion)
+            finishDone(completion: completion)
+            // A request that can no longer start in time is reported at the next pass, as a client does.
+            let now = clock.now
+            let starts = waiting.map { item in item.notAfter.map { max(item.due, now) >= $0 } == true ? now : item.due }
+            guard let next = (starts + onTheWire.map(\.endsAt)).min() else { return }
+            clock.advance(to: min(next, deadline))
+        }
+    }
+
+    private func startDue(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
+        let now = clock.now
+        let items = waiting
+        waiting = []
+        var remaining: [Waiting] = []
+        for item in items {
+            if let notAfter = item.notAfter, max(item.due, now) >= notAfter {
+                completion(item.tag, .failure(CurlError(.notStarted)))
+                continue
+            }
+            guard item.due <= now else {
+                remaining.append(item)
+                continue
+            }
+            var timeout = Duration.milliseconds(item.timeout)
+            if let notAfter = item.notAfter { timeout = min(timeout, notAfter - now) }
+            let body = try? JSONValue.parse(item.request.body)
+            let deviceToken = body?["message"]?["token"]?.stringValue ?? ""
+            let authorization = item.request.headers.first { $0.name == "Authorization" }?.value ?? ""
+            let request = Received(
+                deviceToken: deviceToken, authorization: authorization, at: now,
+                previous: received.count(where: { $0.deviceToken == deviceToken }))
+            received.append(request)
+            switch answer(request) {
+            case .response(let status, let headers, let body, let after):
+                onTheWire.append(
+                    after > timeout
+                        ? OnTheWire(endsAt: now + timeout, tag: item.tag, result: .failure(CurlError(.timedOut)))
+                        : OnTheWire(
+                            endsAt: now + after, tag: item.tag,
+                            result: .success(CurlResponse(status: status, headers: headers, body: Array(body.utf8)))))
+            case .failure(let kind, let after):
+                onTheWire.append(
+                    OnTheWire(
+                        endsAt: now + min(after, timeout), tag: item.tag,
+                        result: .failure(CurlError(after > timeout ? .timedOut : kind))))
+            }
+        }
+        // What a completion scheduled meanwhile waits behind what was already waiting.
+        waiting = remaining + waiting
+    }
+
+    private func finishDone(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
+        while let index = onTheWire.indices.filter({ onTheWire[$0].endsAt <= clock.now }).min(by: {
+            onTheWire[$0].endsAt < onTheWire[$1].endsAt
+        }) {
+            let done = onTheWire.remove(at: index)
+            completion(done.tag, done.result)
+        }
+    }
+
+    private func abandonAll(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
+        let wire = onTheWire.map(\.tag)
+        let neverStarted = waiting.map(\.tag)
+        onTheWire = []
+        waiting = []
+        for tag in wire { completion(tag, .failure(CurlError(.deadlineExceeded))) }
+        for tag in neverStarted { completion(tag, .failure(CurlError(.notStarted))) }
+    }
+}
