@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 configuration=${BENCH_CONFIGURATION:-release}
+# The bench says in its report when it was not a release build (its in-process figures are then a debug build's).
+export BENCH_CONFIGURATION=$configuration
 # The fan-out peer: Google's Python Admin SDK, pinned to the version whose private FCM URL the peer script redirects.
 firebase_admin_version=7.7.0
 peer_venv=.build/bench-peer-venv

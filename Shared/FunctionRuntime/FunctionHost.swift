@@ -23,18 +23,22 @@ public enum FunctionHost {
     /// Runs the handler that `setUp` makes for this process and exits.
     /// - Parameters:
     ///   - name: the function's name: the logger's label and the log's `function`.
+    ///   - environment: the process's environment when the caller has already read it: FoundationEssentials'
+    ///     `ProcessInfo.environment` makes a new dictionary from `environ` at every call (a cold start's worth of
+    ///     string scanning: docs/benchmarks.md, "Where the cold gap goes"); `nil` reads it here.
     ///   - renew: in the Runtime-API loop, asked after each invocation (its response posted, its post-response work
     ///     done; given its deadline) whether the handler and resources must be made again for the next one (secrets
     ///     read at run time have changed); `nil` keeps them. The old resources are released.
     ///   - setUp: given the environment and the function's logger, the handler and the resources it keeps for the
     ///     process's life. Called once, before the first event is read.
     public static func main<H: InvocationHandling>(
-        name: String, renew: ((_ deadline: ContinuousClock.Instant?) -> (H, H.Resources)?)? = nil,
+        name: String, environment: [String: String]? = nil,
+        renew: ((_ deadline: ContinuousClock.Instant?) -> (H, H.Resources)?)? = nil,
         _ setUp: (_ environment: [String: String], _ logger: Logger) -> (H, H.Resources)
     ) -> Never {
         // A host that stops reading must not kill us mid-response: the failed write is reported instead.
         signal(SIGPIPE, SIG_IGN)
-        let environment = ProcessInfo.processInfo.environment
+        let environment = environment ?? ProcessInfo.processInfo.environment
         JSONLogHandler.bootstrap(environment: environment)
         var logger = Logger(label: name)
         logger[metadataKey: "function"] = .string(name)

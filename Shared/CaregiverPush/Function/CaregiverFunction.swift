@@ -54,7 +54,7 @@ public enum CaregiverFunction {
     ) -> Never where H.Resources == FunctionResources {
         let environment = ProcessInfo.processInfo.environment
         guard Configuration.namesSecrets(environment) else {
-            FunctionHost.main(name: name) { environment, logger in
+            FunctionHost.main(name: name, environment: environment) { environment, logger in
                 let configuration = Configuration(environment: environment)
                 reportRefusedValues(configuration, logger: logger)
                 return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
@@ -72,7 +72,7 @@ public enum CaregiverFunction {
             reportRefusedValues(configuration, logger: logger)
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
         }
-        FunctionHost.main(name: name, renew: renew) { _, logger in
+        FunctionHost.main(name: name, environment: environment, renew: renew) { _, logger in
             let configuration = secrets.configuration(logger: logger)
             reportRefusedValues(configuration, logger: logger)
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
