@@ -493,10 +493,11 @@ struct StartupBenchmark {
                 "the two advisory locks and the upsert, one pipelined transaction (no cap, no other update)",
                 {
                     _ = try connection.withPipelinedTransaction { transaction in
-                        try transaction.run([
-                            "SELECT pg_advisory_xact_lock(\(0x4F57_4E52), hashtext(\(owner)))",
-                            "SELECT pg_advisory_xact_lock(\(0x5055_5348), hashtext(\(token)))", upsert,
-                        ])
+                        var flight = transaction.flight()
+                        _ = flight.add("SELECT pg_advisory_xact_lock(\(0x4F57_4E52), hashtext(\(owner)))")
+                        _ = flight.add("SELECT pg_advisory_xact_lock(\(0x5055_5348), hashtext(\(token)))")
+                        let device = flight.add(upsert)
+                        return try transaction.run(flight)[device]
                     }
                 }
             ),
