@@ -87,8 +87,7 @@ extension PushDispatcher {
                 progress.append(
                     Progress(
                         outcome: DeliveryOutcome(delivery: delivery, status: .pending, attempts: delivery.attempts),
-                        body: DoseTakenMessage.json(
-                            for: delivery.event, displayName: delivery.displayName, deviceToken: delivery.token)))
+                        body: delivery.message.json(deviceToken: delivery.token)))
             }
             for index in leaseStart[leases.count - 1]..<deliveries.count { attempt(index) }
         }
