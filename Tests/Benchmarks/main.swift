@@ -300,6 +300,7 @@ do {
         sweepResult.fanOutPerSecond, sweepResult.sweepPerSecond,
         sweepResult.sweepPerSecond / sweepResult.fanOutPerSecond)
     report += sweepCPUParagraph(sweepResult)
+    report += senderLeversNote
     let mints = try functions.concurrentColdMints(invocations: 20)
     report += """
 
@@ -459,3 +460,28 @@ func poolerSection(binDirectory: URL, databaseURL: String, environment: [String:
         burst.pooled.p99Milliseconds / burst.direct.p99Milliseconds,
         burst.pooled.maximumMilliseconds / burst.direct.maximumMilliseconds)
 }
+
+/// The levers tried on the sender's own cost per message (issue 38), each with what it measured when it was tried:
+/// quoted, not re-measured (the figures above are this run's).
+let senderLeversNote = """
+
+    **Levers on the sender's cost per message** (2026-11-26, `BENCH_ONLY=push BENCH_PUSH_COUNTS=1,100,1000`, the
+    stand-in in its own process, the 2 cores 100% busy with other builds throughout, so compare within a row; the
+    dispatching thread's CPU per delivered message at 1,000 devices, and push-sweep's CPU per delivery over the
+    10,000 backlog). Where it went before (`perf record -e cpu-clock` on the dispatching thread during the
+    1,000-device rounds): Foundation's `JSONEncoder` building each device's message 24% and the outcomes' `jsonb`
+    document 6%, malloc/free 24%, libcurl and nghttp2 15%, the kernel (send, receive, poll) 9%, OpenSSL 8%,
+    reading response headers 4%, parsing FCM's answer 2%, timestamps parsed per leased row 2%.
+
+    | lever | dispatcher µs per message, 1,000 devices | push-sweep µs per delivery | shipped |
+    |---|---:|---:|:---:|
+    | none (this branch's base) | 208 | 195 | — |
+    | the message encoded once per event, the token spliced in; the event's columns decoded once per lease; \
+    outcomes recorded over `unnest` arrays, the device statement only when a token died | 109 | 117 | yes |
+    | the multi loop walks its waiting transfers only when one is due or expires, and only uncounted \
+    connection openers | 108 (no change unpaced) | 126 (noise) | yes |
+    | response headers read byte by byte (4–5% of what was left) | see this run's table | | yes |
+    | `curl_multi_socket_action` over epoll instead of `curl_multi_perform`, which checks every transfer's \
+    socket with a `poll` of its own (6% of what was left) | not measured | | no: written, not tested in time |
+
+    """
