@@ -461,7 +461,7 @@ func poolerSection(binDirectory: URL, databaseURL: String, environment: [String:
         burst.pooled.maximumMilliseconds / burst.direct.maximumMilliseconds)
 }
 
-/// The levers tried on the sender's own cost per message (issue 38), each with what it measured when it was tried:
+/// The levers tried on the sender's own cost per message, each with what it measured when it was tried:
 /// quoted, not re-measured (the figures above are this run's).
 let senderLeversNote = """
 
