@@ -35,6 +35,12 @@ public final class CurlClient {
             notAfter: ContinuousClock.Instant?
         )] = []
     private var origins: [String: Origin] = [:]
+    /// Transfers opening a connection whose handshake has not been seen done yet: the only ones
+    /// ``noteConnectedOpeners()`` looks at, not every transfer on the wire.
+    private var openers: [CurlTransfer] = []
+    /// The earliest instant a waiting transfer is due or must be given up (`notAfter`): before it, a pass of the loop
+    /// has nothing to start and does not walk `pending`.
+    private var nextPendingEvent: ContinuousClock.Instant?
     /// New connections opened by all transfers so far.
     public private(set) var connectionsOpened = 0
     /// No transfer starts before this instant: the server asked us to slow down (``throttle(until:)``).
@@ -75,7 +81,10 @@ public final class CurlClient {
         _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int,
         notAfter: ContinuousClock.Instant? = nil
     ) {
-        pending.append((max(due, pausedUntil ?? due), request, tag, timeoutMilliseconds, notAfter))
+        let start = max(due, pausedUntil ?? due)
+        pending.append((start, request, tag, timeoutMilliseconds, notAfter))
+        let event = notAfter.map { min($0, start) } ?? start
+        nextPendingEvent = nextPendingEvent.map { min($0, event) } ?? event
     }
 
     /// Transfers scheduled and not yet done: waiting to start, or on the wire.
@@ -87,6 +96,22 @@ public final class CurlClient {
         guard instant > (pausedUntil ?? .now) else { return }
         pausedUntil = instant
         pending = pending.map { item in (max(item.due, instant), item.request, item.tag, item.timeout, item.notAfter) }
+        nextPendingEvent = Self.earliestEvent(of: pending)
+    }
+
+    /// The earliest due or `notAfter` instant of `items`.
+    private static func earliestEvent(
+        of items: [(
+            due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
+            notAfter: ContinuousClock.Instant?
+        )]
+    ) -> ContinuousClock.Instant? {
+        var earliest: ContinuousClock.Instant?
+        for item in items {
+            let event = item.notAfter.map { min($0, item.due) } ?? item.due
+            earliest = earliest.map { min($0, event) } ?? event
+        }
+        return earliest
     }
 
     /// Runs every scheduled transfer to completion, calling `completion` once per transfer (on this thread).
@@ -119,6 +144,9 @@ public final class CurlClient {
     private func startDueTransfers(
         now: ContinuousClock.Instant, completion: (Int, Result<CurlResponse, CurlError>) -> Void
     ) {
+        // Nothing due and nothing to give up yet: the pass leaves `pending` as it is (a paced sweep keeps thousands
+        // waiting, and the loop wakes for every response).
+        guard let next = nextPendingEvent, next <= now else { return }
         var remaining:
             [(
                 due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
@@ -171,23 +199,29 @@ public final class CurlClient {
                 active[transfer.handle] = transfer
                 transfer.origin = key
                 origins[key, default: Origin()].inFlight += 1
-                if opensConnection { origins[key, default: Origin()].connecting += 1 }
+                if opensConnection {
+                    origins[key, default: Origin()].connecting += 1
+                    openers.append(transfer)
+                }
             } catch {
                 completion(item.tag, .failure(error))
             }
         }
         pending = remaining + pending
+        nextPendingEvent = Self.earliestEvent(of: pending)
     }
 
     /// Counts the connections whose handshake finished since the last look: their streams are free for the
     /// transfers waiting behind them.
     private func noteConnectedOpeners() {
-        for transfer in active.values where transfer.opensConnection && !transfer.connectionCounted {
-            guard transfer.isConnected else { continue }
+        guard !openers.isEmpty else { return }
+        for transfer in openers where !transfer.connectionCounted && transfer.isConnected {
             transfer.connectionCounted = true
             origins[transfer.origin]?.connecting -= 1
             origins[transfer.origin]?.connections += 1
         }
+        // Counted here, or when it finished (``noteFinished(_:code:)``).
+        openers.removeAll { $0.connectionCounted }
     }
 
     /// Updates what the client knows of the transfer's origin once it is done.
@@ -237,6 +271,8 @@ public final class CurlClient {
         }
         active.removeAll()
         pending.removeAll()
+        openers.removeAll()
+        nextPendingEvent = nil
         for tag in onTheWire { completion(tag, .failure(CurlError(.deadlineExceeded))) }
         for tag in neverStarted { completion(tag, .failure(CurlError(.notStarted))) }
     }
@@ -244,7 +280,7 @@ public final class CurlClient {
     /// How long to wait for sockets: until the next scheduled start or the deadline, at most a second.
     private func waitTime(now: ContinuousClock.Instant, deadline: ContinuousClock.Instant) -> Duration {
         var wait = min(Duration.seconds(1), deadline - now)
-        if let nextDue = pending.map(\.due).min() { wait = min(wait, nextDue - now) }
+        if let next = nextPendingEvent { wait = min(wait, next - now) }
         return max(wait, .milliseconds(1))
     }
 

@@ -187,20 +187,36 @@ final class CurlTransfer {
         return count
     }
 
-    /// The headers of the last response (a 100-continue or a redirect may precede it), names lower-cased.
+    /// The headers of the last response (a 100-continue or a redirect may precede it), names lower-cased, values
+    /// without the spaces, tabs and line ends around them. Read byte by byte (every response of a fan-out passes
+    /// here): a name is ASCII, and only ASCII whitespace is optional around a value (RFC 9110's OWS).
     static func parseHeaders(_ lines: [String]) -> [String: String] {
         var headers: [String: String] = [:]
         for line in lines {
-            if line.hasPrefix("HTTP/") {
+            let bytes = line.utf8
+            if bytes.starts(with: "HTTP/".utf8) {
                 headers = [:]
                 continue
             }
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingWhitespace()
+            guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { continue }
+            let name = String(decoding: bytes[..<colon].map(lowercasedASCII), as: UTF8.self)
+            var start = bytes.index(after: colon)
+            var end = bytes.endIndex
+            while start < end, isOptionalWhitespace(bytes[start]) { start = bytes.index(after: start) }
+            while end > start, isOptionalWhitespace(bytes[bytes.index(before: end)]) { end = bytes.index(before: end) }
+            let value = String(line[start..<end])
             headers[name] = headers[name].map { "\($0), \(value)" } ?? value
         }
         return headers
+    }
+
+    private static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+    }
+
+    private static func isOptionalWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+            || byte == UInt8(ascii: "\n")
     }
 }
 
@@ -255,14 +271,5 @@ enum CurlLibrary {
     /// - Throws: ``CurlError`` of kind `libraryUnavailable` when libcurl cannot be loaded or initialised.
     static func load() throws(CurlError) {
         if let failure { throw failure }
-    }
-}
-
-extension Substring {
-    func trimmingWhitespace() -> String {
-        var text = self
-        while let first = text.first, first.isWhitespace { text.removeFirst() }
-        while let last = text.last, last.isWhitespace { text.removeLast() }
-        return String(text)
     }
 }

@@ -15,7 +15,7 @@ struct DurablePushBenchmark {
     let databaseURL: String
     let secret = String(repeating: "d", count: 40)
 
-    private func environment(_ emulator: InProcessEmulator, _ extra: [String: String] = [:]) -> [String: String] {
+    private func environment(_ emulator: any FCMStandIn, _ extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["DATABASE_URL"] = databaseURL
         environment["SUPABASE_JWT_SECRET"] = secret
@@ -78,15 +78,18 @@ struct DurablePushBenchmark {
         let sweepPerSecond: Double
         let sweepBatches: Int
         let rounds: Int
-        /// Where the last sweep round's time went: the sweep's own CPU, this process's (the in-process emulator's),
-        /// and how busy the machine's cores were, against the round's wall time.
+        /// Where the last sweep round's time went: the sweep's own CPU, this process's, and how busy the machine's
+        /// cores were, against the round's wall time.
         let sweepCPU: CPUShare
+        /// The FCM stand-in's CPU in the last sweep round (its own process).
+        let standInMilliseconds: Double
     }
 
     /// One recording's fan-out to `deliveries` devices (in-process, as its post-response work runs), then a
     /// `push-sweep` process over an event owing the same devices, alternately `rounds` times; medians of each.
     func sweepVersusFanOut(deliveries: Int, delayMilliseconds: Int, rounds: Int) throws -> SweepResult {
-        let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds)
+        // The emulator in a process of its own, its CPU read apart from the sweep's and this process's.
+        let emulator = try EmulatorProcess(delayMilliseconds: delayMilliseconds)
         let extra = ["PUSH_SEND_DEADLINE_MS": "120000", "PUSH_SWEEP_TIME_LIMIT_MS": "600000"]
         let configuration = Configuration(environment: environment(emulator, extra))
         var quiet = Logger(label: "bench")
@@ -112,6 +115,7 @@ struct DurablePushBenchmark {
         var sweep: [Double] = []
         var batches = 0
         var share = CPUShare(childMilliseconds: 0, selfMilliseconds: 0, wallMilliseconds: 0, machineBusy: 0)
+        var standIn = 0.0
         for _ in 0..<rounds {
             let key = try owe()
             let start = ContinuousClock.now
@@ -125,6 +129,7 @@ struct DurablePushBenchmark {
 
             _ = try owe()
             let cpu = CPUShare.Meter()
+            let standInStart = emulator.processCPUMilliseconds() ?? 0
             let sweepStart = ContinuousClock.now
             let result = try ChildProcess.run(
                 executable: binDirectory.appendingPathComponent("push-sweep"),
@@ -132,6 +137,7 @@ struct DurablePushBenchmark {
                 input: Data("{}".utf8))
             let sweepElapsed = result.standardOutputClosedAt - sweepStart
             share = cpu.read(wall: sweepElapsed)
+            standIn = (emulator.processCPUMilliseconds() ?? 0) - standInStart
             let summary = try? JSONValue.parse(result.standardOutput)
             guard summary?["sent"]?.integerValue == Int64(deliveries) else {
                 throw BenchmarkError(
@@ -142,7 +148,7 @@ struct DurablePushBenchmark {
         }
         return SweepResult(
             deliveries: deliveries, fanOutPerSecond: median(fanOut), sweepPerSecond: median(sweep),
-            sweepBatches: batches, rounds: rounds, sweepCPU: share)
+            sweepBatches: batches, rounds: rounds, sweepCPU: share, standInMilliseconds: standIn)
     }
 
     private func milliseconds(_ duration: Duration) -> Double {

@@ -28,6 +28,8 @@ struct FanOutBenchmark {
         var dispatcherCPUMilliseconds = 0.0
         var emulatorCPUMilliseconds = 0.0
         var machineBusy = 0.0
+        /// The dispatching thread's CPU per message delivered, in microseconds: the sender's own cost per message.
+        var dispatcherMicrosecondsPerMessage: Double { dispatcherCPUMilliseconds * 1000 / Double(max(devices, 1)) }
     }
 
     let databaseURL: String
@@ -40,13 +42,23 @@ struct FanOutBenchmark {
     /// What the dispatcher talks to: the emulator's own TLS + HTTP/2 listener, or nghttpx (a TLS + HTTP/2 front that
     /// is not ours) in front of the emulator's plain HTTP/1.1 one.
     var front: Front = .emulator
+    /// Where the emulator runs when it is the front: in a process of its own (``EmulatorProcess``: its CPU is not the
+    /// sender's process's, and is read apart), or among this process's threads.
+    var standIn: StandIn = .process
 
     enum Front {
         case emulator, nghttpx
     }
 
+    enum StandIn {
+        case process, inProcess
+    }
+
     func run() throws -> [Row] {
-        let emulator = try InProcessEmulator.start(delayMilliseconds: delayMilliseconds, tls: front == .emulator)
+        let emulator: any FCMStandIn =
+            front == .emulator && standIn == .process
+            ? try EmulatorProcess(delayMilliseconds: delayMilliseconds)
+            : try InProcessEmulator.start(delayMilliseconds: delayMilliseconds, tls: front == .emulator)
         let nghttpx = front == .nghttpx ? try Nghttpx(backendPort: emulator.port) : nil
         var environment = [
             "DATABASE_URL": databaseURL, "SUPABASE_JWT_SECRET": String(repeating: "b", count: 32),
@@ -88,16 +100,24 @@ struct FanOutBenchmark {
                 let firstRequest = emulator.requestCount()
                 let firstLogged = try nghttpx?.accessLog().count ?? 0
                 let meter = CPUShare.Meter()
+                let standInStart = emulator.processCPUMilliseconds()
+                let profiled = round > 0 && count == deviceCounts.last
+                if profiled { Self.perfControl?.write(Data("enable\n".utf8)) }
                 let threadStart = CPUShare.threadMilliseconds()
                 let start = ContinuousClock.now
                 let report = dispatcher.dispatch(
                     eventKey: event.eventKey, database: database, push: push,
                     deadline: dispatcher.sendDeadline(hostDeadline: nil))
                 let elapsed = ContinuousClock.now - start
+                if profiled { Self.perfControl?.write(Data("disable\n".utf8)) }
                 let dispatching = CPUShare.threadMilliseconds() - threadStart
                 let share = meter.read(wall: elapsed)
+                // The stand-in's own process when it has one, else the rest of this process (its threads).
+                let standInCPU =
+                    emulator.processCPUMilliseconds().flatMap { end in standInStart.map { end - $0 } }
+                    ?? share.selfMilliseconds - dispatching
                 if round > 0 {
-                    cpu.append((dispatching, share.selfMilliseconds - dispatching, share.machineBusy))
+                    cpu.append((dispatching, standInCPU, share.machineBusy))
                 }
                 guard report.sent == count else {
                     throw BenchmarkError("fan-out to \(count) sent \(report.sent) (\(report))")
@@ -133,6 +153,13 @@ struct FanOutBenchmark {
     }
 
     private static let displayName = "ベンチ"
+
+    /// `BENCH_PERF_CONTROL=FIFO`: the control FIFO of a `perf record --control=fifo:FIFO -D -1` attached to this
+    /// process, told to sample only while the largest device count's timed rounds dispatch (how the sender's CPU per
+    /// message was split by library and function).
+    private static let perfControl: FileHandle? = ProcessInfo.processInfo.environment[
+        "BENCH_PERF_CONTROL"
+    ].flatMap { FileHandle(forWritingAtPath: $0) }
 
     /// The connections a round's sends arrived on at nghttpx (one client port per connection) and whether each was an
     /// HTTP/2 stream; the most streams in flight on one connection is not in its log, so it is the sends per

@@ -5,15 +5,27 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The FCM emulator served from this process, on its own tasks, while the benchmark blocks its main thread on the
-/// dispatcher (which, like a function, works synchronously).
-struct InProcessEmulator {
-    let port: Int
-    let state: FCMEmulatorState
-    let serviceAccountJSON: String
+/// What the benchmarks send to in Google's place: the FCM emulator, in this process (``InProcessEmulator``) or in a
+/// process of its own (``EmulatorProcess``), and what it counted.
+protocol FCMStandIn {
+    var port: Int { get }
+    var serviceAccountJSON: String { get }
     /// The throwaway CA in TLS mode (`SSL_CERT_FILE` for whoever talks to it), `nil` for plain HTTP/1.1.
-    let caFile: String?
+    var caFile: String? { get }
+    /// How many `messages:send` requests the emulator has received so far.
+    func requestCount() -> Int
+    /// Connections that carried the requests received since `index`, the most streams in flight on one connection
+    /// since the last reset, and whether every one of those requests was an HTTP/2 stream.
+    func connectionUsage(since index: Int) -> (connections: Int, maxConcurrentStreams: Int, allHTTP2: Bool)
+    /// Starts counting concurrent streams afresh (the previous device count's peak would otherwise stay).
+    func resetStreamCount()
+    /// How many `messages:send` the emulator has answered 200, and how many access tokens it has minted, so far.
+    func counts() -> (delivered: Int, mints: Int)
+    /// CPU milliseconds (user + system) the stand-in's own process has used so far; `nil` when it is this process.
+    func processCPUMilliseconds() -> Double?
+}
 
+extension FCMStandIn {
     var baseURL: String { "\(caFile == nil ? "http" : "https")://127.0.0.1:\(port)" }
 
     /// What a function's environment needs to reach it.
@@ -25,6 +37,17 @@ struct InProcessEmulator {
         if let caFile { values["SSL_CERT_FILE"] = caFile }
         return values
     }
+}
+
+/// The FCM emulator served from this process, on its own tasks, while the benchmark blocks its main thread on the
+/// dispatcher (which, like a function, works synchronously).
+struct InProcessEmulator: FCMStandIn {
+    let port: Int
+    let state: FCMEmulatorState
+    let serviceAccountJSON: String
+    let caFile: String?
+
+    func processCPUMilliseconds() -> Double? { nil }
 
     /// - Parameter tls: TLS with ALPN h2 under a throwaway CA (as fcm.googleapis.com), else plain HTTP/1.1.
     static func start(delayMilliseconds: Int, tls: Bool = true) throws -> InProcessEmulator {

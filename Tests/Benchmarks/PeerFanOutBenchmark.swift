@@ -61,7 +61,7 @@ struct FirebaseAdminPeer {
     /// - Parameter message: our `{"message": {...}}` for one device, which the script rebuilds with the SDK's classes.
     /// - Throws: unless the script exits 0 with every message of every round a success, and the emulator delivered
     ///   exactly that many messages (warm-up included): a peer that failed quietly would look fast.
-    func run(emulator: InProcessEmulator, tokens: [String], message: [UInt8], api: String) throws -> Result {
+    func run(emulator: any FCMStandIn, tokens: [String], message: [UInt8], api: String) throws -> Result {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-peer-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

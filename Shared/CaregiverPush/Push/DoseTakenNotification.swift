@@ -78,8 +78,61 @@ public enum DoseTakenMessage {
 
     /// `{"message": {...}}` as JSON bytes, with every `data` value a string.
     public static func json(for event: DoseTakenEvent, displayName: String, deviceToken: String) -> [UInt8] {
+        JSONCoding.encode(message(for: event, displayName: displayName, deviceToken: deviceToken)) ?? []
+    }
+
+    /// One event's message for any of its devices: everything but the token encoded once, so that a fan-out to N
+    /// devices builds and sorts the message's tree once and copies bytes N times. The bytes are exactly
+    /// ``json(for:displayName:deviceToken:)``'s: the encoder sorts keys, so `token` is the last member of `message`
+    /// and the one member of the text that varies.
+    public struct Template: Sendable {
+        /// The encoded message up to the token's value (`…,"token":`); `nil` when the encoding did not end as
+        /// expected, and each device's message is then encoded whole.
+        private let prefix: [UInt8]?
+        public let event: DoseTakenEvent
+        public let displayName: String
+        private static let suffix = Array(#""token":""}}"#.utf8)
+
+        public init(event: DoseTakenEvent, displayName: String) {
+            self.event = event
+            self.displayName = displayName
+            let whole = DoseTakenMessage.json(for: event, displayName: displayName, deviceToken: "")
+            prefix =
+                whole.count > Self.suffix.count && whole.suffix(Self.suffix.count).elementsEqual(Self.suffix)
+                ? Array(whole.dropLast(4)) : nil
+        }
+
+        /// The message to `deviceToken`.
+        public func json(deviceToken: String) -> [UInt8] {
+            guard let prefix, let token = Self.plainJSONString(deviceToken) else {
+                return DoseTakenMessage.json(for: event, displayName: displayName, deviceToken: deviceToken)
+            }
+            var bytes = prefix
+            bytes.reserveCapacity(prefix.count + token.count + 4)
+            bytes.append(contentsOf: token)
+            bytes.append(contentsOf: [UInt8(ascii: "}"), UInt8(ascii: "}")])
+            return bytes
+        }
+
+        /// `"token"` as JSON when it needs no escaping (printable ASCII without a quote or a backslash, as FCM tokens are);
+        /// `nil` otherwise, for the encoder to escape.
+        private static func plainJSONString(_ token: String) -> [UInt8]? {
+            var bytes: [UInt8] = [UInt8(ascii: "\"")]
+            bytes.reserveCapacity(token.utf8.count + 2)
+            for byte in token.utf8 {
+                guard byte >= 0x20, byte < 0x7F, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else {
+                    return nil
+                }
+                bytes.append(byte)
+            }
+            bytes.append(UInt8(ascii: "\""))
+            return bytes
+        }
+    }
+
+    private static func message(for event: DoseTakenEvent, displayName: String, deviceToken: String) -> JSONValue {
         let patient = event.patientID.uuidString.lowercased()
-        let message: JSONValue = .object([
+        return .object([
             "message": .object([
                 "token": .string(deviceToken),
                 "notification": .object([
@@ -102,6 +155,5 @@ public enum DoseTakenMessage {
                 ]),
             ])
         ])
-        return JSONCoding.encode(message) ?? []
     }
 }

@@ -62,6 +62,7 @@ final class InMemoryDeliveryQueue: DeliveryStore {
             return leasable && disabledDevices[row.device] == nil
         }.sorted { rows[$0].nextAttemptAt < rows[$1].nextAttemptAt }.prefix(limit)
         var deliveries: [LeasedDelivery] = []
+        let message = DoseTakenMessage.Template(event: event, displayName: "山田花子")
         for index in due {
             rows[index].status = "SENDING"
             rows[index].attempts += 1
@@ -70,7 +71,7 @@ final class InMemoryDeliveryQueue: DeliveryStore {
             deliveries.append(
                 LeasedDelivery(
                     deliveryID: rows[index].id, deviceID: rows[index].device, token: rows[index].token,
-                    attempts: rows[index].attempts, event: event, displayName: "山田花子"))
+                    attempts: rows[index].attempts, message: message))
         }
         leases.append((now, deliveries.count))
         return (token, deliveries)

@@ -10,8 +10,9 @@ struct LeasedDelivery {
     let token: String
     /// Attempts so far, this lease's first one included.
     let attempts: Int
-    let event: DoseTakenEvent
-    let displayName: String
+    /// Its event's message, encoded once for every delivery of the event in the lease.
+    let message: DoseTakenMessage.Template
+    var event: DoseTakenEvent { message.event }
 }
 
 /// What became of one leased delivery.
@@ -53,6 +54,9 @@ enum DeliveryQueue {
         eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
     ) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
         let token = UUID()
+        // The event's columns are read, and its message encoded, once per event of the lease (a fan-out's rows all
+        // share one).
+        var messages: [String: DoseTakenMessage.Template] = [:]
         let deliveries = try database.withTransaction { connection in
             try connection.query(
                 """
@@ -80,9 +84,13 @@ enum DeliveryQueue {
                 """
             ).map { row in
                 let (deliveryID, deviceID, token, attempts) = try row.decode((UUID, UUID, String, Int).self)
-                let (eventKey, patientID, date, slot) = try (
-                    row.decode(String.self, at: 4), row.decode(UUID.self, at: 5), row.decode(String.self, at: 6),
-                    row.decode(String.self, at: 7)
+                let eventKey = try row.decode(String.self, at: 4)
+                if let message = messages[eventKey] {
+                    return LeasedDelivery(
+                        deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message)
+                }
+                let (patientID, date, slot) = try (
+                    row.decode(UUID.self, at: 5), row.decode(String.self, at: 6), row.decode(String.self, at: 7)
                 )
                 let (group, takenAt, withinTime, displayName) = try (
                     row.decode(UUID?.self, at: 8), row.decode(Date.self, at: 9), row.decode(Bool.self, at: 10),
@@ -94,15 +102,17 @@ enum DeliveryQueue {
                 let event = DoseTakenEvent(
                     storedKey: eventKey, patientID: patientID, date: date, slot: slot, recordingGroupID: group,
                     takenAt: takenAt, withinTime: withinTime)
+                let message = DoseTakenMessage.Template(event: event, displayName: displayName)
+                messages[eventKey] = message
                 return LeasedDelivery(
-                    deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, event: event,
-                    displayName: displayName)
+                    deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message)
             }
         }
         return (token, deliveries)
     }
 
-    /// Records outcomes and disables dead tokens in one transaction of two statements, whatever the batch size.
+    /// Records outcomes and disables dead tokens in one transaction: one statement over arrays of the outcomes'
+    /// columns (`unnest`), whatever the batch size, and a second one only when a token was found dead.
     ///
     /// Only rows still held by `lease` change: a sender whose lease ran out cannot overwrite the outcome of the one
     /// that took over. When the connection died while sending, the session reconnects once and tries again.
@@ -113,28 +123,15 @@ enum DeliveryQueue {
         _ outcomes: [DeliveryOutcome], lease: UUID, database: DatabaseSession, logger: Logger
     ) -> Int? {
         guard !outcomes.isEmpty else { return 0 }
-        let rows = JSONValue.array(
-            outcomes.map { outcome in
-                .object([
-                    "id": .string(outcome.delivery.deliveryID.uuidString.lowercased()),
-                    "status": .string(outcome.status.rawValue),
-                    "attempts": .number(Double(outcome.attempts)),
-                    "last_error": outcome.lastError.map(JSONValue.string) ?? .null,
-                    "message_name": outcome.messageName.map(JSONValue.string) ?? .null,
-                    "delay_ms": .number(Double(outcome.retryDelayMilliseconds)),
-                ])
-            })
-        let disabled = JSONValue.array(
-            outcomes.compactMap { outcome in
-                outcome.disabledReason.map { reason in
-                    .object([
-                        "device": .string(outcome.delivery.deviceID.uuidString.lowercased()),
-                        "reason": .string(reason.rawValue),
-                    ])
-                }
-            })
-        let outcomesJSON = rows.jsonText
-        let disabledJSON = disabled.jsonText
+        let ids = PostgresArray.literal(outcomes.map { $0.delivery.deliveryID.uuidString.lowercased() })
+        let statuses = PostgresArray.literal(outcomes.map { $0.status.rawValue })
+        let attempts = PostgresArray.literal(outcomes.map { String($0.attempts) })
+        let errors = PostgresArray.literal(outcomes.map(\.lastError))
+        let names = PostgresArray.literal(outcomes.map(\.messageName))
+        let delays = PostgresArray.literal(outcomes.map { String($0.retryDelayMilliseconds) })
+        let dead = outcomes.filter { $0.disabledReason != nil }
+        let devices = PostgresArray.literal(dead.map { $0.delivery.deviceID.uuidString.lowercased() })
+        let reasons = PostgresArray.literal(dead.map { $0.disabledReason?.rawValue })
         for attempt in 1...2 {
             do {
                 let updated = try database.withTransaction { connection in
@@ -146,19 +143,22 @@ enum DeliveryQueue {
                             next_attempt_at = CASE WHEN o.status = 'PENDING'
                                 THEN now() + make_interval(secs => o.delay_ms / 1000.0) ELSE p.next_attempt_at END,
                             lease_until = NULL, lease_token = NULL, updated_at = now()
-                        FROM jsonb_to_recordset(\(outcomesJSON)::jsonb)
-                            AS o(id uuid, status text, attempts integer, last_error text, message_name text,
-                                 delay_ms bigint)
+                        FROM unnest(
+                            \(ids)::uuid[], \(statuses)::text[], \(attempts)::integer[], \(errors)::text[],
+                            \(names)::text[], \(delays)::bigint[]
+                        ) AS o(id, status, attempts, last_error, message_name, delay_ms)
                         WHERE p.id = o.id AND p.status = 'SENDING' AND p.lease_token = \(lease)
                         """
                     ).affectedRows
-                    try connection.query(
-                        """
-                        UPDATE caregiver_push.push_devices d
-                        SET is_enabled = false, disabled_reason = o.reason, updated_at = now()
-                        FROM jsonb_to_recordset(\(disabledJSON)::jsonb) AS o(device uuid, reason text)
-                        WHERE d.id = o.device AND d.is_enabled
-                        """)
+                    if !dead.isEmpty {
+                        try connection.query(
+                            """
+                            UPDATE caregiver_push.push_devices d
+                            SET is_enabled = false, disabled_reason = o.reason, updated_at = now()
+                            FROM unnest(\(devices)::uuid[], \(reasons)::text[]) AS o(device, reason)
+                            WHERE d.id = o.device AND d.is_enabled
+                            """)
+                    }
                     return updated
                 }
                 if updated < outcomes.count {
@@ -184,9 +184,32 @@ enum DeliveryQueue {
     }
 }
 
-extension JSONValue {
-    /// Compact JSON text (sorted keys), for a `jsonb` bind.
-    var jsonText: String {
-        return JSONCoding.string(self, fallback: "null")
+/// PostgreSQL's array literal, bound as text and cast (`\(literal)::uuid[]`): each element double-quoted with its
+/// quotes and backslashes escaped, `NULL` unquoted.
+enum PostgresArray {
+    static func literal(_ values: [String?]) -> String {
+        var text = "{"
+        text.reserveCapacity(values.count * 40 + 2)
+        for (index, value) in values.enumerated() {
+            if index > 0 { text.append(",") }
+            guard let value else {
+                text.append("NULL")
+                continue
+            }
+            text.append("\"")
+            if value.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                for character in value.unicodeScalars {
+                    if character == "\"" || character == "\\" { text.append("\\") }
+                    text.unicodeScalars.append(character)
+                }
+            } else {
+                text.append(value)
+            }
+            text.append("\"")
+        }
+        text.append("}")
+        return text
     }
+
+    static func literal(_ values: [String]) -> String { literal(values.map(Optional.some)) }
 }

@@ -151,8 +151,7 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
             progress.append(
                 Progress(
                     outcome: DeliveryOutcome(delivery: delivery, status: .pending, attempts: delivery.attempts),
-                    body: DoseTakenMessage.json(
-                        for: delivery.event, displayName: delivery.displayName, deviceToken: delivery.token),
+                    body: delivery.message.json(deviceToken: delivery.token),
                     lease: leases.count - 1))
         }
         for index in first..<progress.count { attempt(index) }
