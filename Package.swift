@@ -181,8 +181,9 @@ let package = Package(
             ],
             path: "Tests/Benchmarks",
             // The Python peer of the fan-out benchmark, run as a child process from scripts/bench.sh's venv; the C
-            // floors of the start-up section, which scripts/bench.sh builds with cc.
-            exclude: ["peer", "c"],
+            // floors of the start-up section, which scripts/bench.sh builds with cc; the dependency probes, packages
+            // of their own built by hand (docs/decisions.md).
+            exclude: ["peer", "c", "probes"],
             swiftSettings: strict
         ),
         // pipe2(2) for TestSupport's ProcessBurst (a burst of children that must not inherit each other's pipes).
