@@ -5,7 +5,7 @@
 /// recording body hands it back (``RecordingTransaction/Recording/init(_:owing:)``) when the dose was recorded, and
 /// ``RecordingTransaction/run(_:source:context:lock:_:)`` returns it with the body's value once the transaction has
 /// committed — an endpoint that never dispatches it does not compile (the project treats an unused value as an
-/// error). The endpoint responds, then calls ``dispatch()``. It is not `~Copyable`: Swift 6.2 has no tuple with a
+/// error). The endpoint responds, then calls ``dispatch()``. It is not `~Copyable`: Swift 6.3 has no tuple with a
 /// noncopyable element to return it in beside the value, and a noncopyable field could be dropped unused without
 /// a word, which is the one mistake this type is for.
 ///
