@@ -194,12 +194,19 @@ struct StartupBenchmark {
         let systemCalls: [[String: Double]]
         /// Per side: resident KiB by mapping (`/proc/PID/smaps` after the warm invocations).
         let residentByMapping: [[String: Int]]
+        /// Per side: of those, the KiB the process touched since they were mapped (`Referenced`: the pages whose
+        /// accessed bit is set; the rest were mapped by the kernel's fault-around, 64 KiB about each fault, or
+        /// read ahead, and never used) and the KiB it wrote (`Private_Dirty`: relocations, the heap, stacks).
+        let referencedByMapping: [[String: Int]]
+        let dirtyByMapping: [[String: Int]]
     }
 
-    /// Resident KiB of a running process by what is mapped: each file by name, a library without its version
-    /// (`libcrypto.so`: the bundled copy is named by soname, the system's by its full version), the executable as
-    /// `(the executable)`, `[heap]`, `[stack]` and `(anonymous)`.
-    static func residentByMapping(pid: pid_t, executable: String) -> [String: Int] {
+    /// Resident KiB of a running process by what is mapped (or another of smaps' KiB fields, `field`): each file by
+    /// name, a library without its version (`libcrypto.so`: the bundled copy is named by soname, the system's by its
+    /// full version), the executable by segment (`(the executable): code`, `: read-only`, `: writable`: the gold-linked
+    /// bootstrap keeps `.rodata` in its writable segment, beside the data the loader relocates), `[heap]`, `[stack]`
+    /// and `(anonymous)`.
+    static func residentByMapping(pid: pid_t, executable: String, field: String = "Rss:") -> [String: Int] {
         // Read to EOF with read(2): procfs files report a size of 0, and Foundation's whole-file readers stop short.
         let descriptor = open("/proc/\(pid)/smaps", O_RDONLY)
         guard descriptor >= 0 else { return [:] }
@@ -220,11 +227,14 @@ struct StartupBenchmark {
             guard let first = fields.first else { continue }
             if first.contains("-") && fields.count >= 5 {
                 let path = fields.count >= 6 ? fields[5...].joined(separator: " ") : ""
+                let permissions = fields[1]
+                let segment =
+                    permissions.hasPrefix("r-x") ? "code" : permissions.hasPrefix("rw") ? "writable" : "read-only"
                 current =
                     path.isEmpty
                     ? "(anonymous)"
-                    : path == executable ? "(the executable)" : Self.mappingName(path)
-            } else if first == "Rss:", fields.count >= 2, let kilobytes = Int(fields[1]) {
+                    : path == executable ? "(the executable): " + segment : Self.mappingName(path)
+            } else if first == field, fields.count >= 2, let kilobytes = Int(fields[1]) {
                 totals[current, default: 0] += kilobytes
             }
         }
@@ -266,9 +276,12 @@ struct StartupBenchmark {
         let pair = Pair(
             ours: median(samples[0]), floor: median(samples[1]), runs: invocations,
             earlierFloor: samples.count > 2 ? median(samples[2]) : nil)
-        let resident = zip(processes.prefix(2), executables.prefix(2)).map { process, executable in
-            Self.residentByMapping(
-                pid: process.pid, executable: URL(fileURLWithPath: executable).resolvingSymlinksInPath().path)
+        let smaps = ["Rss:", "Referenced:", "Private_Dirty:"].map { field in
+            zip(processes.prefix(2), executables.prefix(2)).map { process, executable in
+                Self.residentByMapping(
+                    pid: process.pid, executable: URL(fileURLWithPath: executable).resolvingSymlinksInPath().path,
+                    field: field)
+            }
         }
 
         let strace = ["/usr/bin/strace", "/bin/strace"].first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -313,7 +326,7 @@ struct StartupBenchmark {
             pair,
             WarmProfile(
                 invocations: profiled, connectionsPerInvocation: connections, systemCalls: systemCalls,
-                residentByMapping: resident)
+                residentByMapping: smaps[0], referencedByMapping: smaps[1], dirtyByMapping: smaps[2])
         )
     }
 
@@ -458,15 +471,64 @@ struct StartupBenchmark {
         return path[...slash] + database + query
     }
 
-    /// Where a warm invocation's database time goes: on one connection, alternated, medians of `runs` each, the same
-    /// caregiver and token as the bench's event (an existing device, as in the warm loop): the function's register
-    /// transaction (``PushDeviceRegistry/register(_:caregiverID:deviceCap:)``: the two advisory locks, the upsert,
-    /// the hand-over, the cap's update and the disabled rows' clean-up, in two round trips), the same locks and upsert
-    /// in a pipelined transaction with neither the cap nor the other updates, and the C floor's one upsert.
+    /// Where a warm invocation's database time goes: on one connection with the functions' transaction settings,
+    /// alternated, medians of `runs` each, the same caregiver and token as the bench's event (an existing device, as
+    /// in the warm loop): the function's register transaction (``PushDeviceRegistry/register(_:caregiverID:deviceCap:)``:
+    /// one call of `register_push_device`, migration 000009), then the same statements sent one by one as the rounds
+    /// before sent them, added one at a time (the upsert alone; the caregiver's lock; the token's lock; the hand-over;
+    /// the cap's update; the disabled rows' clean-up: the whole registration), each in a pipelined transaction of two
+    /// round trips, and the C floor's one upsert.
     func registerTransactionCost(caregiver: UUID, token: String, runs: Int) throws -> [(String, Double)] {
         let connection = try PostgresConnection(url: databaseURL)
         defer { connection.close() }
+        connection.transactionSettings = Configuration(environment: [:]).transactionSettings
         let registry = PushDeviceRegistry(connection: connection)
+        let statements = Self.registerStatements(caregiver: caregiver, token: token)
+        let upsert = statements[0].1
+        // Each cumulative variant sends its statements in the registration's order: the locks first.
+        let order = Self.registrationOrder
+        var variants: [(String, () throws -> Void)] = [
+            (
+                "the function's register transaction: one `register_push_device` call (locks, upsert, hand-over, cap, "
+                    + "clean-up)",
+                {
+                    _ = try registry.register(
+                        .init(token: token, platform: .ios, environment: .development, installationID: nil),
+                        caregiverID: caregiver)
+                }
+            )
+        ]
+        for count in 1...statements.count {
+            let sent = order.filter { $0 < count }.map { statements[$0].1 }
+            variants.append(
+                (
+                    "statements one by one: " + statements[count - 1].0,
+                    {
+                        _ = try connection.withPipelinedTransaction { transaction in
+                            var flight = transaction.flight()
+                            for statement in sent { flight.add(statement) }
+                            _ = try transaction.run(flight)
+                        }
+                    }
+                ))
+        }
+        variants.append(("the C floor's one upsert (no transaction, no lock)", { _ = try connection.query(upsert) }))
+        var samples: [[Double]] = variants.map { _ in [] }
+        for round in -1..<runs {
+            for (index, variant) in variants.enumerated() {
+                let start = ContinuousClock.now
+                try variant.1()
+                if round >= 0 { samples[index].append(benchMilliseconds(ContinuousClock.now - start)) }
+            }
+        }
+        return zip(variants, samples).map { ($0.0, median($1)) }
+    }
+
+    /// The statements the rounds before sent one by one for a registration (``PushDeviceRegistry/register`` before
+    /// migration 000009), named, in the order ``registerTransactionCost`` adds them: the upsert first (the floor's one
+    /// statement), then the caregiver's and the token's locks, the hand-over, the cap and the clean-up. A registration
+    /// sends them locks first (``registrationOrder``). The bench's registration has no installation id, so no rotation.
+    static func registerStatements(caregiver: UUID, token: String) -> [(String, PostgresQuery)] {
         let owner = caregiver.uuidString.lowercased()
         let upsert: PostgresQuery = """
             INSERT INTO caregiver_push.push_devices
@@ -480,38 +542,79 @@ struct StartupBenchmark {
                 is_enabled = true, disabled_reason = NULL, last_seen_at = now(), updated_at = now()
             RETURNING id
             """
-        let variants: [(String, () throws -> Void)] = [
+        return [
+            ("the upsert alone", upsert),
+            ("+ the caregiver's advisory lock", "SELECT pg_advisory_xact_lock(\(0x4F57_4E52), hashtext(\(owner)))"),
+            ("+ the token's advisory lock", "SELECT pg_advisory_xact_lock(\(0x5055_5348), hashtext(\(token)))"),
             (
-                "the function's register transaction (locks, upsert, hand-over, cap, clean-up; 2 round trips)",
-                {
-                    _ = try registry.register(
+                "+ the hand-over's update",
+                """
+                UPDATE caregiver_push.push_devices
+                SET is_enabled = false, disabled_reason = 'TOKEN_REASSIGNED', updated_at = now()
+                WHERE token_sha256 = sha256(convert_to(\(token), 'UTF8')) AND token = \(token)
+                  AND NOT (owner_type = 'CAREGIVER' AND owner_id = \(caregiver)) AND is_enabled
+                """
+            ),
+            (
+                "+ the cap's update",
+                """
+                UPDATE caregiver_push.push_devices
+                SET is_enabled = false, disabled_reason = 'REPLACED', updated_at = now()
+                WHERE id IN (
+                    SELECT id FROM caregiver_push.push_devices
+                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiver) AND is_enabled
+                    ORDER BY token_sha256 = sha256(convert_to(\(token), 'UTF8')) DESC, last_seen_at DESC, id
+                    OFFSET \(PushDeviceRegistry.defaultDeviceCap))
+                """
+            ),
+            (
+                "+ the disabled rows' clean-up (the whole registration as the rounds before sent it)",
+                """
+                DELETE FROM caregiver_push.push_devices
+                WHERE id IN (
+                    SELECT id FROM caregiver_push.push_devices
+                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiver) AND NOT is_enabled
+                    ORDER BY updated_at DESC, id
+                    OFFSET \(PushDeviceRegistry.disabledRowsKept))
+                """
+            ),
+        ]
+    }
+
+    /// ``registerStatements``' indexes in the order a registration sends them: the locks first.
+    static let registrationOrder = [1, 2, 0, 3, 4, 5]
+
+    /// A registration on a new connection each time (a new server backend, as a cold function connected directly
+    /// gets), alternated, medians of `runs` each, connecting untimed: one `register_push_device` call (whose first
+    /// call in a backend loads PL/pgSQL and compiles the function) against the same statements sent one by one.
+    func registerOnNewConnection(caregiver: UUID, token: String, runs: Int) throws -> (
+        function: Double, statements: Double
+    ) {
+        let settings = Configuration(environment: [:]).transactionSettings
+        let statements = Self.registerStatements(caregiver: caregiver, token: token)
+        let sent = Self.registrationOrder.map { statements[$0].1 }
+        var samples: [[Double]] = [[], []]
+        for round in -1..<runs {
+            for variant in 0..<2 {
+                let connection = try PostgresConnection(url: databaseURL)
+                defer { connection.close() }
+                connection.transactionSettings = settings
+                let start = ContinuousClock.now
+                if variant == 0 {
+                    _ = try PushDeviceRegistry(connection: connection).register(
                         .init(token: token, platform: .ios, environment: .development, installationID: nil),
                         caregiverID: caregiver)
-                }
-            ),
-            (
-                "the two advisory locks and the upsert, one pipelined transaction (no cap, no other update)",
-                {
-                    _ = try connection.withPipelinedTransaction { transaction in
+                } else {
+                    try connection.withPipelinedTransaction { transaction in
                         var flight = transaction.flight()
-                        _ = flight.add("SELECT pg_advisory_xact_lock(\(0x4F57_4E52), hashtext(\(owner)))")
-                        _ = flight.add("SELECT pg_advisory_xact_lock(\(0x5055_5348), hashtext(\(token)))")
-                        let device = flight.add(upsert)
-                        return try transaction.run(flight)[device]
+                        for statement in sent { flight.add(statement) }
+                        _ = try transaction.run(flight)
                     }
                 }
-            ),
-            ("the C floor's one upsert (no transaction, no lock)", { _ = try connection.query(upsert) }),
-        ]
-        var samples: [[Double]] = variants.map { _ in [] }
-        for round in -1..<runs {
-            for (index, variant) in variants.enumerated() {
-                let start = ContinuousClock.now
-                try variant.1()
-                if round >= 0 { samples[index].append(benchMilliseconds(ContinuousClock.now - start)) }
+                if round >= 0 { samples[variant].append(benchMilliseconds(ContinuousClock.now - start)) }
             }
         }
-        return zip(variants, samples).map { ($0.0, median($1)) }
+        return (median(samples[0]), median(samples[1]))
     }
 
     /// `scripts/bench-startup-profile.sh`'s markdown: libraries, the dynamic loader's statistics, system calls and
@@ -786,30 +889,46 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         report += "| strace is not installed | | |\n"
     }
     let (oursResident, floorResident) = (warmProfile.residentByMapping[0], warmProfile.residentByMapping[1])
+    let (oursTouched, floorTouched) = (warmProfile.referencedByMapping[0], warmProfile.referencedByMapping[1])
+    let (oursDirty, floorDirty) = (warmProfile.dirtyByMapping[0], warmProfile.dirtyByMapping[1])
+    func mebibytes(_ table: [String: Int], _ name: String? = nil) -> Double {
+        Double(name.map { table[$0] ?? 0 } ?? table.values.reduce(0, +)) / 1024
+    }
     report += String(
         format: """
 
             **Resident memory by mapping** of the two warm runtimes after their %d timed invocations
-            (`/proc/PID/smaps`, `Rss` summed by what is mapped; the ten largest of push-register's): total %.1f MiB
-            against %.1f MiB.
+            (`/proc/PID/smaps` summed by what is mapped, the executable by segment; the twelve largest of
+            push-register's). Resident: `Rss`. Touched: `Referenced`, the pages whose accessed bit is set; the rest
+            of the resident pages were mapped by the kernel's fault-around (on a page fault in a file mapping it maps
+            up to 64 KiB of the file's cached pages about it) or read ahead, and never used. Written: `Private_Dirty`
+            (relocated data, the heap, stacks). Totals: resident %.1f MiB against %.1f MiB, touched %.1f against
+            %.1f, written %.1f against %.1f.
 
-            | mapping | push-register MiB | c/runtime MiB |
-            |---|---:|---:|
+            | mapping | push-register resident MiB | touched | written | c/runtime resident MiB | touched | written |
+            |---|---:|---:|---:|---:|---:|---:|
 
-            """, warmInvocations, Double(oursResident.values.reduce(0, +)) / 1024,
-        Double(floorResident.values.reduce(0, +)) / 1024)
-    for (name, kilobytes) in oursResident.sorted(by: { $0.value > $1.value }).prefix(10) {
+            """, warmInvocations, mebibytes(oursResident), mebibytes(floorResident), mebibytes(oursTouched),
+        mebibytes(floorTouched), mebibytes(oursDirty), mebibytes(floorDirty))
+    for (name, _) in oursResident.sorted(by: { $0.value > $1.value }).prefix(12) {
         report += String(
-            format: "| %@ | %.2f | %.2f |\n", name, Double(kilobytes) / 1024, Double(floorResident[name] ?? 0) / 1024)
+            format: "| %@ | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", name, mebibytes(oursResident, name),
+            mebibytes(oursTouched, name), mebibytes(oursDirty, name), mebibytes(floorResident, name),
+            mebibytes(floorTouched, name), mebibytes(floorDirty, name))
     }
     let transaction = try benchmark.registerTransactionCost(
         caregiver: caregiver, token: "bench-startup-device", runs: warmInvocations)
     report += """
 
         **A warm invocation's database work** (in the bench process, one connection kept, as a warm function keeps
-        it; the three alternated, \(warmInvocations) each, medians; the bench event's caregiver and token, a device that
-        exists, as in the warm loop). The device cap needs the caregiver's lock and its update; the token's lock
-        keeps two caregivers registering one phone at once from both keeping it (docs/behaviour.md#devices).
+        it, with the functions' transaction settings; the eight alternated, \(warmInvocations) each, medians; the bench
+        event's caregiver and token, a device that exists, as in the warm loop). The device cap needs the caregiver's
+        lock and its update; the token's lock keeps two caregivers registering one phone at once from both keeping it
+        (docs/behaviour.md#devices). First what ships, one call of `register_push_device` (migration 000009, whose
+        statements' plans PL/pgSQL keeps for the connection's life); then the same statements sent one by one, as the
+        rounds before sent them (each parsed and planned again at every registration), added one at a time in the
+        registration's order (locks first); then the C floor's one statement. Every transaction is two round trips
+        (`BEGIN`, the settings and the statements in one flight; `COMMIT`), as the function's.
 
         | what runs | median ms | × the C floor's upsert |
         |---|---:|---:|
@@ -819,6 +938,21 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
     for (name, milliseconds) in transaction {
         report += String(format: "| %@ | %.3f | %.2f |\n", name, milliseconds, milliseconds / upsertAlone)
     }
+    let newConnection = try benchmark.registerOnNewConnection(
+        caregiver: caregiver, token: "bench-startup-device", runs: runs)
+    report += String(
+        format: """
+
+            **The same registration on a new connection** (a new server backend each time, as a cold function
+            connected straight to PostgreSQL gets; connecting untimed; alternated, %d each, medians): one
+            `register_push_device` call %.3f ms, the statements sent one by one %.3f ms (%+.3f ms for the call: a
+            backend's first call loads PL/pgSQL and compiles the function, and plans each statement as the first
+            one-by-one registration does). Behind the transaction-mode pooler the deployment takes
+            (docs/deploy.md), a cold function gets a server backend that registered before, and pays this at most once
+            per server connection ("Behind PgBouncer").
+
+            """, runs, newConnection.function, newConnection.statements,
+        newConnection.function - newConnection.statements)
     if let configuration = environment["BENCH_CONFIGURATION"], configuration != "release" {
         report += """
 
@@ -838,22 +972,37 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
             format: "; system calls per invocation %.1f against %.1f", warmProfile.systemCalls[0]["total"] ?? 0,
             warmProfile.systemCalls[1]["total"] ?? 0) : ""
     let warmWhere =
-        transaction.count == 3
+        transaction.count == 8
         ? String(
             format:
-                "a warm invocation's gap is %.2f ms; in-process, the function's register transaction takes %.2f ms, "
-                + "the two locks and the upsert alone %.2f ms, the floor's one upsert %.2f ms%@ (\"A warm "
-                + "invocation's database work\")",
-            runtimeWarm.ours - runtimeWarm.floor, transaction[0].1, transaction[1].1, transaction[2].1, warmCalls) : nil
-    let residentWhere = oursResident.sorted(by: { $0.value > $1.value }).prefix(3).map { name, kilobytes in
+                "a warm invocation's gap is %.2f ms; in-process, the function's register transaction (one PL/pgSQL "
+                + "call) takes %.2f ms, the same statements sent one by one %.2f ms (of which the locks and the upsert "
+                + "%.2f, the cap's update +%.2f), the floor's one upsert %.2f ms%@ (\"A warm invocation's database work\")",
+            runtimeWarm.ours - runtimeWarm.floor, transaction[0].1, transaction[6].1, transaction[3].1,
+            transaction[5].1 - transaction[4].1, transaction[7].1, warmCalls) : nil
+    let executableResident = oursResident.filter { $0.key.hasPrefix("(the executable)") }.values.reduce(0, +)
+    let executableTouched = oursTouched.filter { $0.key.hasPrefix("(the executable)") }.values.reduce(0, +)
+    let residentWhere =
         String(
-            format: "%@ %.1f MiB (C: %.1f)", name, Double(kilobytes) / 1024, Double(floorResident[name] ?? 0) / 1024)
-    }.joined(separator: ", ")
+            format:
+                "resident %.1f MiB against %.1f, of which touched %.1f against %.1f; the executable %.1f MiB resident, "
+                + "%.1f touched, the rest mapped by fault-around; ",
+            mebibytes(oursResident), mebibytes(floorResident), mebibytes(oursTouched), mebibytes(floorTouched),
+            Double(executableResident) / 1024, Double(executableTouched) / 1024)
+        + oursResident.sorted(by: { $0.value > $1.value }).prefix(4).map { name, kilobytes in
+            String(format: "%@ %.1f (C: %.1f)", name, Double(kilobytes) / 1024, mebibytes(floorResident, name))
+        }.joined(separator: ", ")
     return (
         report,
         StartupFigures(
             cold: cold, runtimeCold: runtimeCold, runtimeWarm: runtimeWarm, resident: residentPair,
-            coldWhere: coldWhere, warmWhere: warmWhere,
+            coldWhere: coldWhere.map {
+                $0
+                    + String(
+                        format: "; of the database's part, on a new server backend the registration's PL/pgSQL call "
+                            + "costs %+.2f ms against the statements sent one by one (\"The same registration on a new "
+                            + "connection\")", newConnection.function - newConnection.statements)
+            }, warmWhere: warmWhere,
             residentWhere: "warm runtime's resident pages by mapping (\"Resident memory by mapping\"): " + residentWhere
         )
     )

@@ -133,6 +133,33 @@ struct DeviceCapTests {
         }
     }
 
+    @Test("a registration that waits for the caregiver's lock counts the registration that held it: the cap holds")
+    func capCountsTheRegistrationItWaitedFor() throws {
+        let caregiver = UUID()
+        let bearer = try caregiverToken(caregiver)
+        let environment = testEnvironment(["PUSH_MAX_DEVICES_PER_CAREGIVER": "3"])
+        let tokens = (0..<4).map { _ in makeDeviceToken() }
+        for token in tokens.prefix(2) {
+            #expect(Self.register(bearer, token: token, environment: environment).status == 200)
+        }
+        // A third registration caught mid-transaction: the caregiver's lock held, its row written, not committed.
+        let holder = try LockHolder()
+        defer { holder.release() }
+        try holder.connection.query(
+            """
+            SELECT * FROM caregiver_push.register_push_device(
+                \(caregiver), \(tokens[2]), sha256(convert_to(\(tokens[2]), 'UTF8')), 'ios', 'DEV', NULL, 3, 20)
+            """)
+        let fourth = Background { Self.register(bearer, token: tokens[3], environment: environment) }
+        #expect(try eventually(seconds: 10) { try holder.isBlockingSomeone }, "the fourth registration never waited")
+        try holder.connection.query("COMMIT")
+        #expect(fourth.wait().status == 200)
+        // Had it not waited, it would have counted two devices besides its own and left four enabled.
+        let devices = try Self.devices(of: caregiver)
+        #expect(Set(devices.filter(\.enabled).map(\.token)) == Set(tokens.suffix(3)))
+        #expect(devices.first { $0.token == tokens[0] }?.reason == "REPLACED")
+    }
+
     @Test("one event owes at most the cap of deliveries per linked caregiver, however many devices are enabled")
     func fanOutIsCapped() throws {
         let database = try IsolatedDatabase()

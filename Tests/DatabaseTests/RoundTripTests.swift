@@ -193,7 +193,7 @@ struct RoundTripTests {
 }
 
 /// Work on a thread of its own, for a test that must act while the work waits; ``wait()`` returns its result.
-private final class Background<Value>: @unchecked Sendable {
+final class Background<Value>: @unchecked Sendable {
     private var value: Value?
     private let finished = DispatchSemaphore(value: 0)
 

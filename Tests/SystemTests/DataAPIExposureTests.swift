@@ -98,6 +98,42 @@ struct DataAPIExposureTests {
         let exposed = try Probe.run(owner, schema: "caregiver_push", relations: Self.relations, caregiver: caregiver)
         print(Probe.report("the same, its schema then exposed by mistake", exposed))
         #expect(exposed.isEmpty)
+        try Self.registerRefusesAPIRoles(cluster, owner, caregiver: caregiver)
+    }
+
+    /// Exposed by mistake, `register_push_device` may be executed by the API roles (Supabase's steps grant every
+    /// routine), but refuses them before its first lock: with the caregiver's lock held elsewhere, an API role's call
+    /// fails at once with the function's own 42501, where a call that went on would wait for the lock and time out
+    /// (55P03).
+    static func registerRefusesAPIRoles(_ cluster: OwnDatabase, _ owner: PostgresConnection, caregiver: UUID) throws {
+        let holder = try PostgresConnection(url: cluster.url)
+        defer { holder.close() }
+        try holder.query("BEGIN")
+        try holder.query(
+            // PushDeviceRegistry.ownerLockNamespace ("OWNR"), as the function takes it.
+            "SELECT pg_advisory_xact_lock(\(0x4F57_4E52), hashtext(\(caregiver.uuidString.lowercased())))")
+        defer { _ = try? holder.query("ROLLBACK") }
+        for role in ["anon", "authenticated"] {
+            try owner.query("BEGIN")
+            defer { _ = try? owner.query("ROLLBACK") }
+            try owner.query("SET LOCAL lock_timeout = 2000")
+            #expect(
+                try owner.query(
+                    "SELECT has_function_privilege(\(role), 'caregiver_push.register_push_device(uuid,text,bytea,text,text,text,integer,integer)', 'EXECUTE')"
+                )[0].decode(Bool.self, at: 0), "the mistaken exposure grants the routine: the refusal is the function's"
+            )
+            try owner.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(role)"))
+            let refusal = #expect(throws: PostgresError.self, "\(role)") {
+                try owner.query(
+                    """
+                    SELECT * FROM caregiver_push.register_push_device(
+                        \(caregiver), 'probe-token', sha256('probe-token'::bytea), 'ios', 'DEV', NULL, 10, 20)
+                    """)
+            }
+            // Row security's refusal has the same code; the message says which refused.
+            #expect(refusal?.sqlState?.rawValue == "42501", "\(String(describing: refusal))")
+            #expect(refusal?.serverMessage?.contains("is for the role caregiver_push_runtime") == true)
+        }
     }
 
     @Test("plain PostgreSQL (no Supabase roles): the same migrations apply; a stranger role reaches nothing")
@@ -280,7 +316,8 @@ enum SupabaseProject {
             """)
     }
 
-    /// What PostgreSQL lists as granted to the API roles and PUBLIC on the schema and everything in it.
+    /// What PostgreSQL lists as granted to the API roles and PUBLIC on the schema and everything in it (a routine
+    /// with no ACL of its own is executable by PUBLIC: `acldefault` says so).
     static func grants(_ connection: PostgresConnection, schema: String) throws -> [String] {
         try connection.query(
             """
@@ -291,6 +328,12 @@ enum SupabaseProject {
             SELECT c.relname || ': ' || coalesce(r.rolname, 'PUBLIC') || ' ' || a.privilege_type
             FROM pg_class c, aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
             WHERE c.relnamespace = to_regnamespace(\(schema))
+              AND (a.grantee = 0 OR r.rolname IN ('anon', 'authenticated', 'service_role'))
+            UNION ALL
+            SELECT p.proname || '(): ' || coalesce(r.rolname, 'PUBLIC') || ' ' || a.privilege_type
+            FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f'::"char", p.proowner))) a
+                LEFT JOIN pg_roles r ON r.oid = a.grantee
+            WHERE p.pronamespace = to_regnamespace(\(schema))
               AND (a.grantee = 0 OR r.rolname IN ('anon', 'authenticated', 'service_role'))
             """
         ).map { try $0.decode(String.self, at: 0) }
@@ -397,7 +440,7 @@ enum LegacyDeployment {
 /// PostgREST's view of the database: each attempt runs as an API role with a caregiver's claims, in a transaction that
 /// is rolled back.
 enum Probe {
-    enum Operation: String, CaseIterable { case select, insert, update, delete }
+    enum Operation: String, CaseIterable { case select, insert, update, delete, execute }
 
     struct Exposure: CustomStringConvertible {
         let role: String
@@ -446,6 +489,26 @@ enum Probe {
                 where try attempt(owner, role: role, claims: claims, statement) {
                     exposures.append(Exposure(role: role, relation: relation, operation: operation))
                 }
+            }
+        }
+        // The schema's routine (`register_push_device`, migration 000009): PostgREST serves a function as
+        // `/rpc/<name>` to a role that may execute it. Closed, no API role may (`grants` lists any grant); exposed by
+        // mistake (Supabase's steps grant every routine too), the call is refused by the function itself: it counts
+        // as an exposure only if it registers a device.
+        let registers =
+            try owner.query(
+                "SELECT count(*) FROM pg_proc WHERE pronamespace = to_regnamespace(\(schema)) AND proname = 'register_push_device'"
+            )[0].decode(Int.self, at: 0) == 1
+        // The project's schema has it (so the probe calls something); an earlier version's `public` has none.
+        #expect(registers == (schema == "caregiver_push"))
+        if registers {
+            let call = """
+                SELECT count(*) FROM \(schema).register_push_device(
+                    '\(caregiver.uuidString.lowercased())', 'probe-token', sha256('probe-token'::bytea), 'ios', 'DEV',
+                    NULL, 10, 20)
+                """
+            for role in roles where try attempt(owner, role: role, claims: claims, call) {
+                exposures.append(Exposure(role: role, relation: "register_push_device()", operation: .execute))
             }
         }
         return exposures

@@ -55,13 +55,15 @@ public struct PushDeviceRegistry {
     /// Enabled devices one caregiver may have (`PUSH_MAX_DEVICES_PER_CAREGIVER`'s default).
     public static let defaultDeviceCap = 10
 
-    /// Namespace of the advisory locks taken per token (the second key is the token's hash).
+    /// Namespace of the advisory locks taken per token (the second key is the token's hash); migration 000009's
+    /// `register_push_device` takes it by this number.
     static let tokenLockNamespace: Int = 0x5055_5348  // "PUSH"
     /// How many disabled devices a caregiver keeps (the most recently disabled); older ones are deleted at the next
     /// registration, and any disabled device by `push-sweep` after `PUSH_RETENTION_DAYS`.
     public static let disabledRowsKept = 20
 
-    /// Namespace of the advisory locks taken per caregiver (the second key is the id's hash): the cap's.
+    /// Namespace of the advisory locks taken per caregiver (the second key is the id's hash): the cap's; migration
+    /// 000009's `register_push_device` takes it by this number.
     static let ownerLockNamespace: Int = 0x4F57_4E52  // "OWNR"
 
     let connection: PostgresConnection
@@ -75,101 +77,44 @@ public struct PushDeviceRegistry {
         self.connection = connection
     }
 
-    /// Registers (or re-registers) a caregiver's device, in one transaction of two round trips: everything up to
-    /// `COMMIT` in one flight, then `COMMIT`.
+    /// Registers (or re-registers) a caregiver's device: one call of `caregiver_push.register_push_device`
+    /// (migration 000009) in a transaction of two round trips, `BEGIN`, the settings and the call in one flight, then
+    /// `COMMIT` (which waits for the call, so that a process that dies while it waits leaves nothing behind).
     ///
-    /// A transaction-scoped advisory lock on the token serialises registrations of the same token: without it, two
-    /// caregivers registering one phone at the same moment would each miss the other's uncommitted row and both
-    /// stay enabled. The statements are pipelined (`BEGIN`, the settings, lock, upsert, rotation, hand-over), but the
-    /// server still runs them one after another, each with a snapshot of its own: the upsert and both updates start
-    /// only once the lock is held, so they see a registration of the same token that committed while this one
-    /// waited. (One statement with data-modifying CTEs could not: all of its parts share the snapshot taken before
-    /// the lock was granted.) `COMMIT` waits for their results, so that a process that dies while they wait leaves
-    /// nothing behind.
+    /// The function runs the statements this method once sent one by one, in order, each with a snapshot of its own
+    /// (docs/decisions.md, "A registration is one PL/pgSQL call"): a transaction-scoped advisory lock on the token
+    /// serialises registrations of the same token (without it, two caregivers registering one phone at the same moment
+    /// would each miss the other's uncommitted row and both stay enabled); the upsert and the updates start only once
+    /// the lock is held, so they see a registration of the same token that committed while this one waited.
     ///
     /// The cap: a caregiver has at most `deviceCap` enabled devices. Past it, the least recently seen of the others
     /// are disabled as `REPLACED` — the phone registering now always gets its pushes, an abandoned one loses them.
     /// A second advisory lock, on the caregiver and taken before the token's (always in that order, so two
     /// registrations cannot wait on each other), serialises one caregiver's registrations: the cap's statement runs
     /// after every earlier registration of the caregiver committed, so concurrent registrations cannot together
-    /// leave more than `deviceCap` enabled.
+    /// leave more than `deviceCap` enabled. Disabled rows are kept for their reason (the app shows it), but only the
+    /// caregiver's most recently disabled ``disabledRowsKept``: registering endless distinct tokens cannot grow the
+    /// table without bound.
     /// - Parameter deviceCap: `PUSH_MAX_DEVICES_PER_CAREGIVER`.
     public func register(
         _ registration: Registration, caregiverID: UUID, deviceCap: Int = Self.defaultDeviceCap
     ) throws -> RegistrationResult {
-        let tokenHash = Self.tokenHash(registration.token)
-        let owner = caregiverID.uuidString.lowercased()
-        return try connection.withPipelinedTransaction { transaction in
+        try connection.withPipelinedTransaction { transaction in
             var flight = transaction.flight()
-            flight.add("SELECT pg_advisory_xact_lock(\(Self.ownerLockNamespace), hashtext(\(owner)))")
-            flight.add("SELECT pg_advisory_xact_lock(\(Self.tokenLockNamespace), hashtext(\(registration.token)))")
-            let upsert = flight.add(
+            let call = flight.add(
                 """
-                INSERT INTO caregiver_push.push_devices
-                    (owner_type, owner_id, token, token_sha256, platform, environment, installation_id, is_enabled,
-                     last_seen_at)
-                VALUES ('CAREGIVER', \(caregiverID), \(registration.token), \(tokenHash),
-                        \(registration.platform.rawValue), \(registration.environment.rawValue),
-                        \(registration.installationID), true, now())
-                ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE SET
-                    platform = EXCLUDED.platform,
-                    environment = EXCLUDED.environment,
-                    installation_id = COALESCE(EXCLUDED.installation_id, push_devices.installation_id),
-                    is_enabled = true,
-                    disabled_reason = NULL,
-                    last_seen_at = now(),
-                    updated_at = now()
-                RETURNING id
+                SELECT device_id, replaced_count, reassigned_count, over_cap_count
+                FROM caregiver_push.register_push_device(
+                    \(caregiverID), \(registration.token), \(Self.tokenHash(registration.token)),
+                    \(registration.platform.rawValue), \(registration.environment.rawValue), \(registration.installationID),
+                    \(max(deviceCap, 1)), \(Self.disabledRowsKept))
                 """)
-            // The updates cannot take the upserted row's id as a parameter (it is not known until the flight
-            // returns), so they name "every row but that one" by the device identity instead: among this owner's
-            // rows, only the device has this token hash (push_devices_owner_token_key); among the rows with this
-            // token, only the device has this owner.
-            let rotation = flight.add(
-                registration.installationID.map { installationID -> PostgresQuery in
-                    """
-                    UPDATE caregiver_push.push_devices
-                    SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
-                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
-                      AND installation_id = \(installationID) AND token_sha256 <> \(tokenHash) AND is_enabled
-                    """
-                })
-            let handOver = flight.add(
-                """
-                UPDATE caregiver_push.push_devices
-                SET is_enabled = false, disabled_reason = \(DisabledReason.tokenReassigned.rawValue), updated_at = now()
-                WHERE token_sha256 = \(tokenHash) AND token = \(registration.token)
-                  AND NOT (owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)) AND is_enabled
-                """)
-            // The device just registered sorts first whatever the clocks say; then the most recently seen.
-            let cap = flight.add(
-                """
-                UPDATE caregiver_push.push_devices
-                SET is_enabled = false, disabled_reason = \(DisabledReason.replaced.rawValue), updated_at = now()
-                WHERE id IN (
-                    SELECT id FROM caregiver_push.push_devices
-                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND is_enabled
-                    ORDER BY token_sha256 = \(tokenHash) DESC, last_seen_at DESC, id
-                    OFFSET \(max(deviceCap, 1)))
-                """)
-            // Disabled rows are kept for their reason (the app shows it), but only the caregiver's most recently
-            // disabled ``disabledRowsKept``: registering endless distinct tokens cannot grow the table without bound.
-            flight.add(
-                """
-                DELETE FROM caregiver_push.push_devices
-                WHERE id IN (
-                    SELECT id FROM caregiver_push.push_devices
-                    WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID) AND NOT is_enabled
-                    ORDER BY updated_at DESC, id
-                    OFFSET \(Self.disabledRowsKept))
-                """)
-            let results = try transaction.run(flight)
-            guard let row = results[upsert].single else {
-                throw PostgresError(.unexpectedResult, serverMessage: "upsert returned no row")
+            guard let row = try transaction.run(flight)[call].single else {
+                throw PostgresError(.unexpectedResult, serverMessage: "register_push_device returned no row")
             }
             return RegistrationResult(
-                deviceID: try row.decode(UUID.self, at: 0), replaced: results[rotation]?.affectedRows ?? 0,
-                reassigned: results[handOver].affectedRows, overCap: results[cap].affectedRows)
+                deviceID: try row.decode(UUID.self, at: 0), replaced: try row.decode(Int.self, at: 1),
+                reassigned: try row.decode(Int.self, at: 2), overCap: try row.decode(Int.self, at: 3))
         }
     }
 
