@@ -28,6 +28,8 @@ struct FanOutBenchmark {
         var dispatcherCPUMilliseconds = 0.0
         var emulatorCPUMilliseconds = 0.0
         var machineBusy = 0.0
+        /// Behind nghttpx: nghttpx's CPU per timed round (its master and worker processes), median; 0 otherwise.
+        var frontCPUMilliseconds = 0.0
         /// The dispatching thread's CPU per message delivered, in microseconds: the sender's own cost per message.
         var dispatcherMicrosecondsPerMessage: Double { dispatcherCPUMilliseconds * 1000 / Double(max(devices, 1)) }
     }
@@ -79,7 +81,7 @@ struct FanOutBenchmark {
         for count in deviceCounts {
             let (patient, tokens) = try seedHousehold(devices: count, connection: database.connection())
             var samples: [Double] = []
-            var cpu: [(dispatcher: Double, emulator: Double, busy: Double)] = []
+            var cpu: [(dispatcher: Double, emulator: Double, busy: Double, front: Double)] = []
             var usage = (connections: 0, maxConcurrentStreams: 0, allHTTP2: false)
             var lastEvent: DoseTakenEvent?
             emulator.resetStreamCount()
@@ -101,6 +103,7 @@ struct FanOutBenchmark {
                 let firstLogged = try nghttpx?.accessLog().count ?? 0
                 let meter = CPUShare.Meter()
                 let standInStart = emulator.processCPUMilliseconds()
+                let frontStart = nghttpx.map { ProcessTreeCPU.tree($0.processIdentifier) }
                 let profiled = round > 0 && count == deviceCounts.last
                 if profiled { Self.perfControl?.write(Data("enable\n".utf8)) }
                 let threadStart = CPUShare.threadMilliseconds()
@@ -116,8 +119,12 @@ struct FanOutBenchmark {
                 let standInCPU =
                     emulator.processCPUMilliseconds().flatMap { end in standInStart.map { end - $0 } }
                     ?? share.selfMilliseconds - dispatching
+                let frontCPU = frontStart.map { start in
+                    let end = ProcessTreeCPU.tree(nghttpx!.processIdentifier)
+                    return end.root + end.descendants - start.root - start.descendants
+                }
                 if round > 0 {
-                    cpu.append((dispatching, standInCPU, share.machineBusy))
+                    cpu.append((dispatching, standInCPU, share.machineBusy, frontCPU ?? 0))
                 }
                 guard report.sent == count else {
                     throw BenchmarkError("fan-out to \(count) sent \(report.sent) (\(report))")
@@ -147,6 +154,7 @@ struct FanOutBenchmark {
             row.dispatcherCPUMilliseconds = median(cpu.map(\.dispatcher))
             row.emulatorCPUMilliseconds = median(cpu.map(\.emulator))
             row.machineBusy = median(cpu.map(\.busy))
+            row.frontCPUMilliseconds = median(cpu.map(\.front))
             rows.append(row)
         }
         return rows

@@ -16,6 +16,10 @@ struct RunnerBenchmark {
     struct Row {
         let path: String
         let medianMilliseconds: Double
+        /// Over the timed requests, per request: CPU ms of the runner's own process (the gateway: HTTP, the event,
+        /// the worker's Runtime API) and of its child processes (the function's workers); `nil` where not read.
+        var gatewayCPUMilliseconds: Double? = nil
+        var workersCPUMilliseconds: Double? = nil
     }
 
     /// Where `runner` is (it starts the functions beside it).
@@ -74,12 +78,20 @@ struct RunnerBenchmark {
             for (path, client) in paths {
                 // One untimed request: a warm pool's workers connect to the database on their first invocation.
                 _ = try client().perform(request, timeoutMilliseconds: 30_000)
+                let cpuStart = ProcessTreeCPU.tree(server.process.processIdentifier)
                 let milliseconds = try measure {
                     guard case .success(let response) = try client().perform(request, timeoutMilliseconds: 30_000),
                         response.status == 200
                     else { throw BenchmarkError("\(path): no 200") }
                 }
-                rows.append(Row(path: path, medianMilliseconds: milliseconds))
+                let cpuEnd = ProcessTreeCPU.tree(server.process.processIdentifier)
+                var row = Row(path: path, medianMilliseconds: milliseconds)
+                if mode == "warm" {
+                    // Cold mode's children exit per request: their CPU is gone from procfs before it can be read.
+                    row.gatewayCPUMilliseconds = (cpuEnd.root - cpuStart.root) / Double(requests)
+                    row.workersCPUMilliseconds = (cpuEnd.descendants - cpuStart.descendants) / Double(requests)
+                }
+                rows.append(row)
             }
             guard mode == "warm" else { continue }
             // The HTTP hop alone: the gateway's health check, no function, over a kept-alive connection.

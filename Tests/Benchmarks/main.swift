@@ -217,13 +217,22 @@ do {
         the direct stdin invocation (timed to stdout's EOF), which pays a process start and a database connection per
         request, as a cold function does.
 
-        | path | median ms | × direct stdin |
-        |---|---:|---:|
+        Warm, CPU per request (over the timed requests; each thread's `schedstat` in procfs): the runner's own
+        process (the gateway: HTTP in and out, the event, the worker's Runtime API) and its children (the function's
+        warm workers).
+
+        | path | median ms | × direct stdin | runner process CPU ms per request | workers' CPU ms per request |
+        |---|---:|---:|---:|---:|
 
         """
     for row in runner {
+        let cpu = [row.gatewayCPUMilliseconds, row.workersCPUMilliseconds].map {
+            $0.map { String(format: "%.2f", $0) } ?? ""
+        }
         report += String(
-            format: "| %@ | %.1f | %.2f |\n", row.path, row.medianMilliseconds, row.medianMilliseconds / direct)
+            format: "| %@ | %.1f | %.2f | %@ | %@ |\n", row.path, row.medianMilliseconds,
+            row.medianMilliseconds / direct,
+            cpu[0], cpu[1])
     }
     let floors = FloorBenchmark(
         databaseURL: databaseURL, pgbench: environment["BENCH_PGBENCH"],
@@ -356,7 +365,15 @@ do {
     summary.ratio(
         "fan-out to 100 devices ÷ 1 device, behind nghttpx (TLS + HTTP/2), FCM answering in \(delay) ms",
         before: "1.26", now: front100.map { $0.medianMilliseconds / behindFront[0].medianMilliseconds },
-        atMost: 1.2, section: "Push fan-out (behind nghttpx)")
+        atMost: 1.2, section: "Push fan-out (behind nghttpx)",
+        whereTimeGoes: front100.map { row in
+            String(
+                format: "per round at 100 devices (%.1f ms): the sender %.1f ms of CPU, nghttpx (TLS, HTTP/2 and its "
+                    + "HTTP/1.1 hop) %.1f ms, the emulator behind it %.1f ms, the 2 cores %.0f%% busy; at 1 device "
+                    + "%.1f ms: past one %d ms round trip, the 100 requests' CPU on 2 shared cores",
+                row.medianMilliseconds, row.dispatcherCPUMilliseconds, row.frontCPUMilliseconds,
+                row.emulatorCPUMilliseconds, 100 * row.machineBusy, behindFront[0].medianMilliseconds, delay)
+        })
     summary.count(
         "fan-out: connections used for 100 devices (100 streams allowed per connection)", before: "1",
         now: fanOut.first { $0.devices == 100 }.map { Double($0.connections) }, goal: "1", met: { $0 <= 1 },
@@ -390,13 +407,24 @@ do {
                 + "%.0f%% busy in a %.0f ms round: the sender, the stand-in and PostgreSQL share 2 cores",
             sweepShare.childMilliseconds, 1000 * sweepShare.childMilliseconds / Double(max(sweepResult.deliveries, 1)),
             sweepResult.standInMilliseconds, 100 * sweepShare.machineBusy, sweepShare.wallMilliseconds))
-    let warmRunner = runner.first { $0.path.hasPrefix("HTTP, one kept-alive connection → runner") }?
-        .medianMilliseconds
+    let keptRow = runner.first { $0.path.hasPrefix("HTTP, one kept-alive connection → runner") }
+    let warmRunner = keptRow?.medianMilliseconds
+    let hop = runner.first { $0.path.contains("/healthz") }?.medianMilliseconds
     summary.ratio(
         "warm invocation through the runner (HTTP, kept-alive) ÷ the same function warm on the Runtime API",
         before: "1.40",
         now: warmRunner.flatMap { ms in startup.figures.map { ms / $0.runtimeWarm.ours } }, atMost: 1.3,
-        section: "push-register through the runner; Start-up against C")
+        section: "push-register through the runner; Start-up against C",
+        whereTimeGoes: keptRow.flatMap { row in
+            guard let gateway = row.gatewayCPUMilliseconds, let workers = row.workersCPUMilliseconds,
+                let runtime = startup.figures?.runtimeWarm.ours
+            else { return nil }
+            return String(
+                format: "per request (%.2f ms against %.2f on the Runtime API): the runner's own process %.2f ms of "
+                    + "CPU (HTTP in and out, the event, the worker's Runtime API), the worker %.2f ms, the HTTP hop "
+                    + "alone (`/healthz`) %.2f ms; the rest is waiting (PostgreSQL, the hops between the processes)",
+                row.medianMilliseconds, runtime, gateway, workers, hop ?? 0)
+        })
     if let headerEnd = report.range(of: "\n## Push fan-out\n") {
         report.insert(contentsOf: summary.markdown, at: headerEnd.lowerBound)
     } else {

@@ -23,6 +23,9 @@ package final class Nghttpx {
 
     package var baseURL: String { "https://127.0.0.1:\(port)" }
 
+    /// The master process's id (its worker is a child of it).
+    package var processIdentifier: pid_t { process.processIdentifier }
+
     package init(backendPort: Int) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("nghttpx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
