@@ -69,7 +69,12 @@ build_floors() {
     if cc -static -O2 -o "$out/trivial-static" "$source/trivial.c" 2>/dev/null; then
         BENCH_TRIVIAL_BINARY=$PWD/$out/trivial-static
     fi
-    export BENCH_C_DIRECTORY BENCH_TRIVIAL_BINARY
+    # The Swift floors of the peak-RSS rows: a trivial static Swift program, and one with FoundationEssentials' JSON.
+    swift build -c release --static-swift-stdlib -Xlinker -s --package-path Tests/Benchmarks/probes/rss \
+        --scratch-path .build/bench-rss-probes
+    BENCH_SWIFT_PROBES=$PWD/$(swift build -c release --package-path Tests/Benchmarks/probes/rss \
+        --scratch-path .build/bench-rss-probes --show-bin-path | sed "s|^$PWD/||")
+    export BENCH_C_DIRECTORY BENCH_TRIVIAL_BINARY BENCH_SWIFT_PROBES
 }
 
 # The shipped functions: scripts/release.sh's zips, unzipped as Lambda unzips them (bootstrap executable), and a

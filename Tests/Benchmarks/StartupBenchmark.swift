@@ -194,11 +194,21 @@ struct StartupBenchmark {
         let systemCalls: [[String: Double]]
         /// Per side: resident KiB by mapping (`/proc/PID/smaps` after the warm invocations).
         let residentByMapping: [[String: Int]]
-        /// Per side: of those, the KiB the process touched since they were mapped (`Referenced`: the pages whose
-        /// accessed bit is set; the rest were mapped by the kernel's fault-around, 64 KiB about each fault, or
-        /// read ahead, and never used) and the KiB it wrote (`Private_Dirty`: relocations, the heap, stacks).
+        /// Per side: of those, the KiB the warm invocations touched (`Referenced` after the accessed bits were
+        /// cleared following the first invocation) and the KiB the process wrote (`Anonymous`: its own copies of file
+        /// pages it wrote to, relocated data, and the heap and stacks; smaps' `Private_Dirty` would also count a file's
+        /// pages not yet written back, as freshly unzipped bundled libraries are).
         let referencedByMapping: [[String: Int]]
         let dirtyByMapping: [[String: Int]]
+    }
+
+    /// Clears the accessed bits of every page of `pid` (`/proc/PID/clear_refs`), so that smaps' `Referenced` counts
+    /// only the pages touched from now on.
+    static func clearReferenced(pid: pid_t) {
+        let descriptor = open("/proc/\(pid)/clear_refs", O_WRONLY)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        _ = write(descriptor, "1", 1)
     }
 
     /// Resident KiB of a running process by what is mapped (or another of smaps' KiB fields, `field`): each file by
@@ -268,6 +278,9 @@ struct StartupBenchmark {
             return answer
         }
         for round in -1..<invocations {
+            // After the first (cold) invocation, the pages' accessed bits are cleared: what is `Referenced` at the end
+            // is what the warm invocations touched.
+            if round == 0 { processes.prefix(2).forEach { Self.clearReferenced(pid: $0.pid) } }
             for index in executables.indices {
                 let answer = try invoke(index)
                 if round >= 0 { samples[index].append(benchMilliseconds(answer.posted - answer.handedOut)) }
@@ -276,7 +289,7 @@ struct StartupBenchmark {
         let pair = Pair(
             ours: median(samples[0]), floor: median(samples[1]), runs: invocations,
             earlierFloor: samples.count > 2 ? median(samples[2]) : nil)
-        let smaps = ["Rss:", "Referenced:", "Private_Dirty:"].map { field in
+        let smaps = ["Rss:", "Referenced:", "Anonymous:"].map { field in
             zip(processes.prefix(2), executables.prefix(2)).map { process, executable in
                 Self.residentByMapping(
                     pid: process.pid, executable: URL(fileURLWithPath: executable).resolvingSymlinksInPath().path,
@@ -833,12 +846,25 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
             format: "| %@ | %.1f | %.1f | %.1f |\n", size.function, Double(size.binary) / 1e6,
             Double(size.unzipped) / 1e6, Double(size.zipped) / 1e6)
     }
-    let usageRows = [
-        ("push-register, empty stdin", benchmark.bootstrap("push-register"), [UInt8]()),
-        ("c/trivial, empty stdin", benchmark.floor("trivial"), []),
-        ("push-register, register event", benchmark.bootstrap("push-register"), event),
-        ("c/register, register event", benchmark.floor("register"), event),
-    ]
+    // The Swift floors (Tests/Benchmarks/probes/rss, built by scripts/bench.sh): a trivial static Swift program, and
+    // one with FoundationEssentials' JSON, each fed the register event's body on one line.
+    let probeInput = Array(#"{"token":"t","platform":"ios","environment":"DEV"}"#.utf8) + [UInt8(ascii: "\n")]
+    var probes: [(String, String, [UInt8])] = []
+    if let directory = environment["BENCH_SWIFT_PROBES"] {
+        for (name, what) in [
+            ("swift-trivial", "a trivial static Swift program"),
+            ("swift-json", "the same with FoundationEssentials' JSON"),
+        ] {
+            probes.append(("\(what) (`probes/rss/\(name)`)", directory + "/" + name, probeInput))
+        }
+    }
+    let usageRows =
+        [
+            ("push-register, empty stdin", benchmark.bootstrap("push-register"), [UInt8]()),
+            ("c/trivial, empty stdin", benchmark.floor("trivial"), []),
+            ("push-register, register event", benchmark.bootstrap("push-register"), event),
+            ("c/register, register event", benchmark.floor("register"), event),
+        ] + probes
     report += """
 
         ### Where the time goes
@@ -853,9 +879,11 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
 
         """
     var cpu: [String: Double] = [:]
+    var peak: [String: Double] = [:]
     for (name, executable, input) in usageRows {
         let usage = try benchmark.usage(executable, input: input, runs: 9)
         cpu[name] = usage.cpuMilliseconds
+        peak[name] = usage.peakResidentKilobytes / 1024
         report += String(
             format: "| %@ | %.2f | %.0f | %.1f |\n", name, usage.cpuMilliseconds, usage.minorFaults,
             usage.peakResidentKilobytes / 1024)
@@ -899,13 +927,14 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
 
             **Resident memory by mapping** of the two warm runtimes after their %d timed invocations
             (`/proc/PID/smaps` summed by what is mapped, the executable by segment; the twelve largest of
-            push-register's). Resident: `Rss`. Touched: `Referenced`, the pages whose accessed bit is set; the rest
-            of the resident pages were mapped by the kernel's fault-around (on a page fault in a file mapping it maps
-            up to 64 KiB of the file's cached pages about it) or read ahead, and never used. Written: `Private_Dirty`
-            (relocated data, the heap, stacks). Totals: resident %.1f MiB against %.1f MiB, touched %.1f against
-            %.1f, written %.1f against %.1f.
+            push-register's). Resident: `Rss`, every page mapped, whether the process touched it or the kernel's
+            fault-around mapped it beside a touched one (a page fault in a file mapping maps up to 64 KiB of the file's
+            cached pages about it). Warm: the pages the timed invocations touched (`Referenced` after the accessed bits
+            were cleared once the first invocation had answered, `/proc/PID/clear_refs`). Written: the process's own
+            copies of pages it wrote (`Anonymous`: relocated data, the heap, stacks). Totals: resident %.1f MiB
+            against %.1f MiB, warm %.1f against %.1f, written %.1f against %.1f.
 
-            | mapping | push-register resident MiB | touched | written | c/runtime resident MiB | touched | written |
+            | mapping | push-register resident MiB | warm | written | c/runtime resident MiB | warm | written |
             |---|---:|---:|---:|---:|---:|---:|
 
             """, warmInvocations, mebibytes(oursResident), mebibytes(floorResident), mebibytes(oursTouched),
@@ -980,13 +1009,26 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
                 + "%.2f, the cap's update +%.2f), the floor's one upsert %.2f ms%@ (\"A warm invocation's database work\")",
             runtimeWarm.ours - runtimeWarm.floor, transaction[0].1, transaction[6].1, transaction[3].1,
             transaction[5].1 - transaction[4].1, transaction[7].1, warmCalls) : nil
+    // What no Swift executable sheds: the probes' peaks against c/trivial's, and what that leaves of the goal.
+    let swiftFloors = probes.map { peak[$0.0] ?? 0 }
+    let swiftFloorWhere =
+        swiftFloors.count == 2
+        ? String(
+            format:
+                "; the Swift floors (\"CPU and page faults per invocation\"): a trivial static Swift program peaks "
+                + "at %.1f MiB against c/trivial's %.1f, with FoundationEssentials' JSON %.1f: c/register (%.1f) plus "
+                + "the Swift runtime's own %.1f is already %.2f × c/register",
+            swiftFloors[0], peak["c/trivial, empty stdin"] ?? 0, swiftFloors[1],
+            peak["c/register, register event"] ?? 0, swiftFloors[0] - (peak["c/trivial, empty stdin"] ?? 0),
+            ((peak["c/register, register event"] ?? 0) + swiftFloors[0] - (peak["c/trivial, empty stdin"] ?? 0))
+                / max(peak["c/register, register event"] ?? 1, 0.001)) : ""
     let executableResident = oursResident.filter { $0.key.hasPrefix("(the executable)") }.values.reduce(0, +)
     let executableTouched = oursTouched.filter { $0.key.hasPrefix("(the executable)") }.values.reduce(0, +)
     let residentWhere =
         String(
             format:
-                "resident %.1f MiB against %.1f, of which touched %.1f against %.1f; the executable %.1f MiB resident, "
-                + "%.1f touched, the rest mapped by fault-around; ",
+                "resident %.1f MiB against %.1f, of which the warm invocations touched %.1f against %.1f; the "
+                + "executable %.1f MiB resident, %.1f of it touched warm, the rest start-up's or fault-around's; ",
             mebibytes(oursResident), mebibytes(floorResident), mebibytes(oursTouched), mebibytes(floorTouched),
             Double(executableResident) / 1024, Double(executableTouched) / 1024)
         + oursResident.sorted(by: { $0.value > $1.value }).prefix(4).map { name, kilobytes in
@@ -1004,6 +1046,7 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
                             + "connection\")", newConnection.function - newConnection.statements)
             }, warmWhere: warmWhere,
             residentWhere: "warm runtime's resident pages by mapping (\"Resident memory by mapping\"): " + residentWhere
+                + swiftFloorWhere
         )
     )
 }
