@@ -404,9 +404,13 @@ do {
         section: "push-sweep throughput",
         whereTimeGoes: String(
             format: "push-sweep %.0f ms of CPU (%.0f µs per delivery), the FCM stand-in %.0f ms, the 2 cores "
-                + "%.0f%% busy in a %.0f ms round: the sender, the stand-in and PostgreSQL share 2 cores",
+                + "%.0f%% busy in a %.0f ms round: the sender, the stand-in and PostgreSQL share 2 cores; at this "
+                + "round's CPU per delivery, all processes together, 2 fully busy cores would carry at most %.0f/s, "
+                + "and push-sweep's own CPU alone allows %.0f/s per core",
             sweepShare.childMilliseconds, 1000 * sweepShare.childMilliseconds / Double(max(sweepResult.deliveries, 1)),
-            sweepResult.standInMilliseconds, 100 * sweepShare.machineBusy, sweepShare.wallMilliseconds))
+            sweepResult.standInMilliseconds, 100 * sweepShare.machineBusy, sweepShare.wallMilliseconds,
+            Double(sweepResult.deliveries) * 1000 / max(sweepShare.machineBusy * sweepShare.wallMilliseconds, 1),
+            Double(sweepResult.deliveries) * 1000 / max(sweepShare.childMilliseconds, 1)))
     let keptRow = runner.first { $0.path.hasPrefix("HTTP, one kept-alive connection → runner") }
     let warmRunner = keptRow?.medianMilliseconds
     let hop = runner.first { $0.path.contains("/healthz") }?.medianMilliseconds
