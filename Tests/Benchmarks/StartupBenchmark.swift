@@ -1006,9 +1006,12 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
             format:
                 "a warm invocation's gap is %.2f ms; in-process, the function's register transaction (one PL/pgSQL "
                 + "call) takes %.2f ms, the same statements sent one by one %.2f ms (of which the locks and the upsert "
-                + "%.2f, the cap's update +%.2f), the floor's one upsert %.2f ms%@ (\"A warm invocation's database work\")",
+                + "%.2f, the cap's update +%.2f), the floor's one upsert %.2f ms: the database's share of the gap "
+                + "%.2f ms, the rest (%.2f ms) outside it (the event's and the token's JSON, the HMAC, the answer, "
+                + "the Runtime API's HTTP)%@ (\"A warm invocation's database work\")",
             runtimeWarm.ours - runtimeWarm.floor, transaction[0].1, transaction[6].1, transaction[3].1,
-            transaction[5].1 - transaction[4].1, transaction[7].1, warmCalls) : nil
+            transaction[5].1 - transaction[4].1, transaction[7].1, transaction[0].1 - transaction[7].1,
+            runtimeWarm.ours - runtimeWarm.floor - (transaction[0].1 - transaction[7].1), warmCalls) : nil
     // What no Swift executable sheds: the probes' peaks against c/trivial's, and what that leaves of the goal.
     let swiftFloors = probes.map { peak[$0.0] ?? 0 }
     let swiftFloorWhere =
