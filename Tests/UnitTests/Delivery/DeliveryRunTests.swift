@@ -237,6 +237,25 @@ struct DeliveryRunTests {
         #expect(recording.updated == 1 && recording.at == world.clock.at(.seconds(2)))
     }
 
+    @Test("a lease the store refuses: the first sends nothing; a sweep's next one ends the run after what it holds")
+    func refusedLeases() throws {
+        let first = World(tokens: ["a", "b"]) { _ in .sent() }
+        first.queue.leasesFailFrom = 0
+        let skipped = first.run(deadline: .seconds(10))
+        #expect(skipped.skippedReason == "lease" && skipped.sent == 0)
+        #expect(first.fcm.requests(to: "a").isEmpty && first.queue.row("a")?.status == "PENDING")
+
+        let sweep = World(tokens: ["a", "b", "c"]) { _ in .sent() }
+        sweep.queue.leasesFailFrom = 1
+        let report = sweep.run(deadline: .seconds(10), batchSize: 1, runDeadline: .seconds(20))
+        // `a` leased and sent; the next lease refused: nothing more is leased, and the run does not ask for more.
+        #expect(report.skippedReason == nil && report.leases == 1 && report.sent == 1 && !report.moreDue)
+        #expect(sweep.queue.leaseCalls == 2)
+        #expect(sweep.queue.row("a")?.status == "SENT")
+        #expect(sweep.fcm.requests(to: "b").isEmpty && sweep.queue.row("b")?.status == "PENDING")
+        #expect(sweep.queue.row("c")?.status == "PENDING")
+    }
+
     @Test("a sweep's leases each have their own deadline: a slow delivery's lease ends while the run goes on")
     func leasesOfASweep() throws {
         let world = World(tokens: ["slow", "quick", "later"], sendWindow: .seconds(2)) { request in

@@ -51,7 +51,15 @@ final class InMemoryDeliveryQueue: DeliveryStore {
     /// The row of `token`.
     func row(_ token: String) -> Row? { rows.first { $0.token == token } }
 
+    /// Leases from this one on (0: the first) fail, as a store whose database went away does.
+    var leasesFailFrom: Int?
+    struct LeaseRefused: Error {}
+    /// Lease calls made, the refused ones included.
+    private(set) var leaseCalls = 0
+
     func lease(limit: Int) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
+        leaseCalls += 1
+        if let leasesFailFrom, leaseCalls > leasesFailFrom { throw LeaseRefused() }
         let now = clock.now
         let token = UUID()
         let due = rows.indices.filter { index in

@@ -104,13 +104,7 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
             }
             clock.sleep(until: pausedUntil)
         }
-        let first: (token: UUID, deliveries: [LeasedDelivery])
-        do {
-            first = try store.lease(limit: settings.batchSize)
-        } catch {
-            logger.error(
-                "push deferred to the sweep: deliveries could not be leased",
-                metadata: ErrorMetadata.of(error))
+        guard let first = lease(orLog: "push deferred to the sweep: deliveries could not be leased") else {
             return PushDispatcher.Report(skippedReason: "lease")
         }
         guard !first.deliveries.isEmpty else {
@@ -157,6 +151,16 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
         for index in first..<progress.count { attempt(index) }
     }
 
+    /// One batch leased, or `nil` when the store failed, logged as `failure` with the error's metadata.
+    private func lease(orLog failure: Logger.Message) -> (token: UUID, deliveries: [LeasedDelivery])? {
+        do {
+            return try store.lease(limit: settings.batchSize)
+        } catch {
+            logger.error(failure, metadata: ErrorMetadata.of(error))
+            return nil
+        }
+    }
+
     /// Another lease whenever at most one batch of sends is outstanding (so up to two: one on the wire, the next
     /// waiting for the pacer), none while FCM asks for a pause, none once too little time is left for one.
     private func topUp() {
@@ -169,13 +173,7 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
                 return
             }
             let deadline = min(clock.now + settings.sendWindow, continuation.runDeadline)
-            let next: (token: UUID, deliveries: [LeasedDelivery])
-            do {
-                next = try store.lease(limit: settings.batchSize)
-            } catch {
-                logger.error(
-                    "push: the next deliveries could not be leased",
-                    metadata: ErrorMetadata.of(error))
+            guard let next = lease(orLog: "push: the next deliveries could not be leased") else {
                 exhausted = true
                 return
             }
