@@ -47,6 +47,8 @@ ensure_venv .build/checkov-venv "${checkov_requirements[@]}"
 "$python" Tests/Contract/check_descriptors.py
 # docs/behaviour.md#configuration against the variables the code reads, both ways (and the defaults it states).
 "$python" Tests/Contract/check_configuration.py
+# docs/behaviour.md#data-contract's tables against infra/migrations/data-contract.json (generated; never by hand).
+python3 scripts/data-contract-doc.py --check
 # Knative: the Service against Knative Serving's field allow-list, each stage rendered by infra/knative/render.py, and
 # deploy.md's kubectl steps (the migration Job applied again, waited for long enough).
 "$python" Tests/Contract/check_knative.py

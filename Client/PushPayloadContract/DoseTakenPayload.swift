@@ -11,13 +11,13 @@ public enum DoseTakenPayload {
     public enum Key {
         /// Always ``DoseTakenPayload/type``.
         public static let type = "type"
-        /// The patient's UUID, lowercase.
+        /// The app's id of the patient, as the app stores it (a UUID, a cuid, `patient-123`).
         public static let patientID = "patientId"
         /// The dose's Tokyo date, `YYYY-MM-DD`.
         public static let date = "date"
         /// A ``Slot`` raw value.
         public static let slot = "slot"
-        /// The slot-bulk recording's UUID, lowercase, or the empty string.
+        /// The slot-bulk recording's id (a lowercase UUID), or the empty string.
         public static let recordingGroupID = "recordingGroupId"
 
         /// Every key, in the order docs/behaviour.md#payload lists them.

@@ -114,6 +114,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// Text a column's type cannot read: for the functions, an id the app's `uuid` column cannot hold.
+    public static let invalidTextRepresentation = SQLState(rawValue: "22P02")
     public static let uniqueViolation = SQLState(rawValue: "23505")
     public static let foreignKeyViolation = SQLState(rawValue: "23503")
     public static let checkViolation = SQLState(rawValue: "23514")

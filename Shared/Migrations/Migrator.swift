@@ -19,10 +19,20 @@ public struct Migrator: Sendable {
     static let lockKey = 7_301_202_611
 
     public let migrations: [Migration]
+    /// The data contract beside the migrations (`data-contract.json`), checked after every run; `nil` for a directory
+    /// without one (a test's own migrations).
+    public let contract: DataContract?
+    /// The operator's mapping of the household relations onto the app's own tables (docs/deploy.md#bring-your-own-
+    /// tables): `app-mapping.sql` beside the migrations, or the file `gateway migrate --app-mapping` names.
+    public let appMapping: String?
 
-    /// Reads the migrations of a directory.
+    /// The mapping's file name, beside the migrations.
+    public static let appMappingFileName = "app-mapping.sql"
+
+    /// Reads the migrations of a directory, its data contract and its app mapping, when it has them.
+    /// - Parameter appMapping: the mapping's text, instead of the directory's `app-mapping.sql`.
     /// - Throws: when the directory cannot be read or a file name is not `NNNNNN_name.up.sql`.
-    public init(directory: URL) throws {
+    public init(directory: URL, appMapping: String? = nil) throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
             $0.hasSuffix(".up.sql")
         }
@@ -38,6 +48,15 @@ public struct Migrator: Sendable {
         }
         guard Set(migrations.map(\.version)).count == migrations.count else { throw MigrationError.duplicateVersion }
         self.migrations = migrations
+        let contractFile = directory.appendingPathComponent(DataContract.fileName)
+        contract =
+            FileManager.default.fileExists(atPath: contractFile.path) ? try DataContract.load(directory: directory) : nil
+        let mappingFile = directory.appendingPathComponent(Self.appMappingFileName)
+        self.appMapping =
+            try appMapping
+            ?? (FileManager.default.fileExists(atPath: mappingFile.path)
+                ? String(contentsOf: mappingFile, encoding: .utf8) : nil)
+        if self.appMapping != nil, contract == nil { throw MigrationError.mappingWithoutContract }
     }
 
     /// Applies what has not been applied yet, then closes the schema (``lockdown``).
@@ -78,6 +97,13 @@ public struct Migrator: Sendable {
                     VALUES (\(migration.version), \(migration.name))
                     """)
                 newlyApplied.append(migration.version)
+            }
+            if let contract {
+                if let appMapping {
+                    try AppMapping(contract: contract, sql: appMapping).apply(connection, logger: logger)
+                }
+                let violations = try contract.violations(connection)
+                guard violations.isEmpty else { throw MigrationError.contractViolated(violations) }
             }
             try connection.executeScript(PostgresQuery(unsafeSQL: Self.lockdown))
             return newlyApplied
@@ -182,11 +208,24 @@ public struct Migrator: Sendable {
 public enum MigrationError: Error, CustomStringConvertible {
     case badFileName(String)
     case duplicateVersion
+    case mappingWithoutContract
+    /// The schema, as migrated and mapped, breaks the data contract: each violation names its relation and column.
+    case contractViolated([String])
+    /// The mapping would replace a household table of the functions' own that still holds rows.
+    case householdTableNotEmpty(String)
 
     public var description: String {
         switch self {
         case .badFileName(let name): "migration file \(name) is not named NNNNNN_name.up.sql"
         case .duplicateVersion: "two migration files share a version number"
+        case .mappingWithoutContract:
+            "an app mapping needs the data contract (\(DataContract.fileName)) beside the migrations"
+        case .contractViolated(let violations):
+            "the schema breaks the data contract (docs/behaviour.md#data-contract); nothing was applied: "
+                + violations.joined(separator: "; ")
+        case .householdTableNotEmpty(let table):
+            "\(table) holds rows: the app mapping replaces it with the app's own table, so move its rows to the app's "
+                + "tables first; nothing was applied"
         }
     }
 }

@@ -101,7 +101,8 @@ struct DurablePushBenchmark {
         let dispatcher = PushDispatcher(configuration: configuration, logger: quiet)
         func owe() throws -> String {
             let event = DoseTakenEvent(
-                patientID: home.patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
+                patientID: AppID(home.patient), date: "2026-02-11", slot: .morning, recordingGroupID: AppID(UUID()),
+                takenAt: Date(),
                 withinTime: true, actingCaregiverID: nil)
             // One caregiver with `deliveries` devices: the cap per caregiver raised so that every one is owed.
             _ = try database.withTransaction { connection in

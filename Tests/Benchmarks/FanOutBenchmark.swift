@@ -89,7 +89,8 @@ struct FanOutBenchmark {
             // One untimed round first: it mints the access token, which is shared thereafter.
             for round in 0...repetitions {
                 let event = DoseTakenEvent(
-                    patientID: patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
+                    patientID: AppID(patient), date: "2026-02-11", slot: .morning, recordingGroupID: AppID(UUID()),
+                    takenAt: Date(),
                     withinTime: true, actingCaregiverID: nil)
                 lastEvent = event
                 // The outbox write belongs to the recording's transaction (measured by the recording benchmark).

@@ -183,7 +183,8 @@ struct DeviceCapTests {
             return (patient, caregivers)
         }
         let event = DoseTakenEvent(
-            patientID: patient, date: "2026-02-11", slot: .morning, recordingGroupID: UUID(), takenAt: Date(),
+            patientID: AppID(patient), date: "2026-02-11", slot: .morning, recordingGroupID: AppID(UUID()),
+            takenAt: Date(),
             withinTime: true, actingCaregiverID: nil)
         let owed = try database.with { connection in
             try connection.withTransaction {

@@ -40,8 +40,8 @@ struct PushDispatchTests {
         takenAt: Date = Date(timeIntervalSince1970: 1_770_764_700)
     ) -> DoseTakenEvent {
         DoseTakenEvent(
-            patientID: household.patient, date: TokyoClock.dateString(of: takenAt), slot: Slot(instant: takenAt),
-            recordingGroupID: group, takenAt: takenAt, withinTime: withinTime, actingCaregiverID: actor)
+            patientID: AppID(household.patient), date: TokyoClock.dateString(of: takenAt), slot: Slot(instant: takenAt),
+            recordingGroupID: group.map(AppID.init), takenAt: takenAt, withinTime: withinTime, actingCaregiverID: actor)
     }
 
     /// One recording's push as a cold function process runs it, with its own database session and push resources:

@@ -27,7 +27,8 @@ struct PushSweepTests {
                 """
             ).map { try $0.decode(String.self, at: 0) }
             let event = DoseTakenEvent(
-                patientID: patient, date: TokyoDay.offset(-1), slot: .noon, recordingGroupID: UUID(), takenAt: Date(),
+                patientID: AppID(patient), date: TokyoDay.offset(-1), slot: .noon, recordingGroupID: AppID(UUID()),
+                takenAt: Date(),
                 withinTime: false, actingCaregiverID: nil)
             // One caregiver with `count` devices: the cap per caregiver raised so that every one is owed.
             _ = try connection.withTransaction { connection in

@@ -18,7 +18,7 @@ struct EventKeyTests {
         let scheduled = instant(scheduledAt)
         let taken = instant(takenAt)
         return DoseTakenEvent(
-            patientID: patient, date: TokyoClock.dateString(of: scheduled), slot: Slot(instant: scheduled),
+            patientID: AppID(patient), date: TokyoClock.dateString(of: scheduled), slot: Slot(instant: scheduled),
             recordingGroupID: nil, takenAt: taken,
             withinTime: DoseRules.isWithinTime(scheduledAt: scheduled, takenAt: taken), actingCaregiverID: caregiver)
     }
@@ -47,7 +47,7 @@ struct EventKeyTests {
     @Test("a PRN dose is an event of its own, keyed by its record, whatever the hour", arguments: instants)
     func prnKey(takenAt: String, date: String, slot: Slot, hhmm: String) {
         let prn = DoseTakenEvent.prn(
-            recordID: Self.record, patientID: Self.patient, takenAt: Self.instant(takenAt), actingCaregiverID: nil)
+            recordID: AppID(Self.record), patientID: AppID(Self.patient), takenAt: Self.instant(takenAt), actingCaregiverID: nil)
         #expect(prn.eventKey == "doseTaken:prn:0f000000-0000-4000-8000-00000000000b")
         #expect(prn.date == date && prn.slot == slot && !prn.withinTime && prn.recordingGroupID == nil)
         // A scheduled dose of the PRN's own date and slot, taken in its minute, has another key.
@@ -83,7 +83,7 @@ struct EventKeyTests {
         let group = UUID(uuidString: "0F000000-0000-4000-8000-00000000000C")!
         for (takenAt, date, slot, _) in Self.instants {
             let event = DoseTakenEvent(
-                patientID: Self.patient, date: date, slot: slot, recordingGroupID: group,
+                patientID: AppID(Self.patient), date: date, slot: slot, recordingGroupID: AppID(group),
                 takenAt: Self.instant(takenAt), withinTime: true, actingCaregiverID: nil)
             #expect(event.eventKey == "doseTaken:0f000000-0000-4000-8000-00000000000c")
         }

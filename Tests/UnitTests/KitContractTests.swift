@@ -14,7 +14,8 @@ struct KitContractTests {
         arguments: Slot.allCases)
     func serverMessageRoutes(slot: PushPayloadContract.Slot) throws {
         let event = DoseTakenEvent(
-            patientID: UUID(), date: "2026-02-11", slot: slot, recordingGroupID: slot == .noon ? UUID() : nil,
+            patientID: AppID(UUID()), date: "2026-02-11", slot: slot,
+            recordingGroupID: (slot == .noon ? UUID() : nil).map(AppID.init),
             takenAt: Date(), withinTime: slot == .morning, actingCaregiverID: nil)
         let bytes = DoseTakenMessage.json(for: event, displayName: "山田花子", deviceToken: makeDeviceToken())
         let message = try #require(try JSONValue.parse(bytes)["message"])
@@ -22,14 +23,14 @@ struct KitContractTests {
         #expect(CaregiverPushDeepLink.isRemotePush(userInfo))
         #expect(
             CaregiverPushDeepLink.target(remotePush: userInfo)
-                == CaregiverPushDeepLinkTarget(patientID: event.patientID, dateKey: "2026-02-11", slot: slot))
+                == CaregiverPushDeepLinkTarget(patientID: event.patientID.text, dateKey: "2026-02-11", slot: slot))
     }
 
     @Test("the message's bytes are those of docs/behaviour.md#payload: the shared keys did not change the wire")
     func wireBytesUnchanged() throws {
         let patient = try #require(UUID(uuidString: "0f8fad5b-d9cb-469f-a165-70867728950e"))
         let event = DoseTakenEvent(
-            patientID: patient, date: "2026-02-11", slot: .evening, recordingGroupID: nil,
+            patientID: AppID(patient), date: "2026-02-11", slot: .evening, recordingGroupID: nil,
             takenAt: Date(timeIntervalSince1970: 1_770_800_400), withinTime: false, actingCaregiverID: nil)
         let expected =
             #"{"message":{"apns":{"headers":{"apns-collapse-id":"\#(event.collapseID)"},"payload":{"aps":{"sound":"default","#

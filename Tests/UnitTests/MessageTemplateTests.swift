@@ -15,7 +15,7 @@ struct MessageTemplateTests {
     func sameBytes(token: String) throws {
         for (group, withinTime) in [(nil, false), (UUID(), true)] {
             let event = DoseTakenEvent(
-                patientID: UUID(), date: "2026-02-11", slot: .bedtime, recordingGroupID: group,
+                patientID: AppID(UUID()), date: "2026-02-11", slot: .bedtime, recordingGroupID: group.map(AppID.init),
                 takenAt: Date(timeIntervalSince1970: 1_770_800_400), withinTime: withinTime, actingCaregiverID: nil)
             let template = DoseTakenMessage.Template(event: event, displayName: "山田\"花子\\")
             let whole = DoseTakenMessage.json(for: event, displayName: "山田\"花子\\", deviceToken: token)

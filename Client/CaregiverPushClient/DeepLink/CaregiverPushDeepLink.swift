@@ -7,7 +7,7 @@ public enum CaregiverPushDeepLink {
     /// The target of a remote push, from its `userInfo` as iOS delivers it (FCM's `data` keys at the top level).
     ///
     /// `type` must be `DOSE_TAKEN`, `date` a valid `YYYY-MM-DD` and `slot` one of the four slots, each a string;
-    /// `patientId`, when present, a UUID string. Anything else — a missing key, another type, a number where a
+    /// `patientId`, when present, the app's id of the patient as a string, unchanged (``isPatientID(_:)``). Anything else — a missing key, another type, a number where a
     /// string belongs, a malformed patient id — is `nil`. Other keys (`aps`, `gcm.message_id`, `recordingGroupId`)
     /// are ignored.
     public static func target(remotePush userInfo: [AnyHashable: Any]) -> CaregiverPushDeepLinkTarget? {
@@ -15,13 +15,28 @@ public enum CaregiverPushDeepLink {
             let date = string(userInfo, DoseTakenPayload.Key.date),
             let slot = string(userInfo, DoseTakenPayload.Key.slot).flatMap(Slot.init(rawValue:))
         else { return nil }
-        var patientID: UUID?
+        var patientID: String?
         if let value = userInfo[AnyHashable(DoseTakenPayload.Key.patientID)] {
-            // Present but not a UUID string: the payload is not the server's, so it routes nowhere.
-            guard let text = value as? String, let id = UUID(uuidString: text) else { return nil }
-            patientID = id
+            // Present but not an id: the payload is not the server's, so it routes nowhere.
+            guard let text = value as? String, isPatientID(text) else { return nil }
+            patientID = text
         }
         return CaregiverPushDeepLinkTarget(patientID: patientID, dateKey: date, slot: slot)
+    }
+
+    /// Whether `text` can be the app's id of a patient as the server sends it: 1 to 100 characters of
+    /// `A-Z a-z 0-9 - _ . :` — a UUID, a Prisma cuid, `patient-123` — compared with the app's own ids as they are.
+    public static func isPatientID(_ text: String) -> Bool {
+        (1...100).contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+                    UInt8(ascii: ":"):
+                    true
+                default: false
+                }
+            }
     }
 
     /// The target of one of the app's local reminders, whose identifier is `notif:{YYYY-MM-DD}:{slot}:{n}`

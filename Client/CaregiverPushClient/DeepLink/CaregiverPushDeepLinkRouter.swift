@@ -59,7 +59,7 @@ public final class CaregiverPushDeepLinkRouter {
     ///     patient not among them (the link was revoked since the push) is dropped, and ``dropped`` says so: the
     ///     app opens nothing rather than another patient's History.
     /// - Returns: `nil` when nothing is pending, the patients are not known yet, or the target was dropped.
-    public func takeNavigation(selectedPatientID: UUID?, linkedPatientIDs: Set<UUID>?) -> CaregiverPushNavigation? {
+    public func takeNavigation(selectedPatientID: String?, linkedPatientIDs: Set<String>?) -> CaregiverPushNavigation? {
         guard let target = pending, let linkedPatientIDs else { return nil }
         pending = nil
         if let patient = target.patientID {

@@ -7,13 +7,13 @@ import Foundation
 public struct CaregiverPushDeepLinkTarget: Hashable, Sendable {
     /// The patient the dose belongs to; `nil` for the app's local reminders and for a push without `patientId` (an
     /// older server), which open the History of the patient already selected.
-    public let patientID: UUID?
+    public let patientID: String?
     /// The dose's Tokyo date, `YYYY-MM-DD`; always a real calendar date.
     public let dateKey: String
     public let slot: Slot
 
     /// - Returns: `nil` unless `dateKey` is a valid `YYYY-MM-DD` calendar date.
-    public init?(patientID: UUID? = nil, dateKey: String, slot: Slot) {
+    public init?(patientID: String? = nil, dateKey: String, slot: Slot) {
         guard Self.isValidDateKey(dateKey) else { return nil }
         self.patientID = patientID
         self.dateKey = dateKey
@@ -47,11 +47,11 @@ public struct CaregiverPushDeepLinkTarget: Hashable, Sendable {
 /// at the date and scroll to the slot with its highlight.
 public struct CaregiverPushNavigation: Hashable, Sendable {
     /// The patient to select first; `nil` when the right one is already selected (or the target names none).
-    public let selectPatient: UUID?
+    public let selectPatient: String?
     public let dateKey: String
     public let slot: Slot
 
-    public init(selectPatient: UUID?, dateKey: String, slot: Slot) {
+    public init(selectPatient: String?, dateKey: String, slot: Slot) {
         self.selectPatient = selectPatient
         self.dateKey = dateKey
         self.slot = slot

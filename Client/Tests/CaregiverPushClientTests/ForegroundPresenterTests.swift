@@ -7,10 +7,10 @@ import Testing
 @MainActor
 @Suite("kit: foreground presentation")
 struct ForegroundPresenterTests {
-    nonisolated static let patient = UUID()
+    nonisolated static let patient = "clx9f3k2a0000qz8h1b2c3d4e"
     nonisolated static let caregiver = CaregiverPushAppMode.caregiver(UUID())
     static let push: [AnyHashable: Any] = [
-        "type": "DOSE_TAKEN", "patientId": patient.uuidString.lowercased(), "date": "2026-02-11", "slot": "noon",
+        "type": "DOSE_TAKEN", "patientId": patient, "date": "2026-02-11", "slot": "noon",
         "recordingGroupId": "",
         "aps": ["alert": ["title": "服薬記録", "body": "山田花子さんが薬を服用しました"], "sound": "default"],
     ]
@@ -99,7 +99,7 @@ struct DelegatePathTests {
     @Test("the decision and the tap's target are made off the main actor; the main actor applies them")
     func offMainActor() async throws {
         let push: [AnyHashable: Any] = [
-            "type": "DOSE_TAKEN", "patientId": ForegroundPresenterTests.patient.uuidString, "date": "2026-02-11",
+            "type": "DOSE_TAKEN", "patientId": ForegroundPresenterTests.patient, "date": "2026-02-11",
             "slot": "noon", "aps": ["alert": ["title": "服薬記録", "body": "山田花子さんが薬を服用しました"]],
         ]
         // Nonisolated here, as iOS calls the delegate: neither call needs the main actor.

@@ -96,9 +96,9 @@ struct PushDeepLinkTests {
 
     @Test("extra keys iOS adds (aps, gcm.message_id) and the other data fields do not disturb routing")
     func extraKeys() {
-        let patient = UUID()
+        let patient = "patient-123"
         let userInfo: [AnyHashable: Any] = [
-            "type": "DOSE_TAKEN", "date": "2026-02-11", "slot": "noon", "patientId": patient.uuidString,
+            "type": "DOSE_TAKEN", "date": "2026-02-11", "slot": "noon", "patientId": patient,
             "recordingGroupId": "", "aps": ["alert": ["title": "服薬記録"], "sound": "default"],
             "gcm.message_id": "1700000000000000", AnyHashable(42): "not a string key",
         ]
@@ -142,8 +142,8 @@ struct PushDeepLinkTests {
 @MainActor
 @Suite("kit: deep links to the right patient")
 struct PatientRoutingTests {
-    static let first = UUID()
-    static let second = UUID()
+    static let first = "clx9f3k2a0000qz8h1b2c3d4e"
+    static let second = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
     static func push(patient: Any?, date: String = "2026-02-11", slot: String = "evening") -> [AnyHashable: Any] {
         var userInfo: [AnyHashable: Any] = ["type": "DOSE_TAKEN", "date": date, "slot": slot, "recordingGroupId": ""]
@@ -151,18 +151,20 @@ struct PatientRoutingTests {
         return userInfo
     }
 
-    @Test("the push's patientId (any case) is the target's patient")
-    func carriesPatient() {
-        let target = CaregiverPushDeepLink.target(remotePush: Self.push(patient: Self.second.uuidString.lowercased()))
-        #expect(target?.patientID == Self.second && target?.dateKey == "2026-02-11" && target?.slot == .evening)
-        #expect(
-            CaregiverPushDeepLink.target(remotePush: Self.push(patient: Self.second.uuidString))?.patientID
-                == Self.second)
+    @Test(
+        "the push's patientId is the target's patient, unchanged: a UUID, a cuid, the seeds' patient-123",
+        arguments: [
+            "0f8fad5b-d9cb-469f-a165-70867728950e", "clx9f3k2a0000qz8h1b2c3d4e", "patient-123",
+            "0F8FAD5B-D9CB-469F-A165-70867728950E",
+        ])
+    func carriesPatient(patient: String) {
+        let target = CaregiverPushDeepLink.target(remotePush: Self.push(patient: patient))
+        #expect(target?.patientID == patient && target?.dateKey == "2026-02-11" && target?.slot == .evening)
     }
 
     @Test(
-        "a patientId that is not a UUID string → no target",
-        arguments: ["", "not-a-uuid", "0f8fad5b-d9cb-469f-a165-70867728950", "0f8fad5b-d9cb-469f-a165-70867728950ez"])
+        "a patientId that is not an id → no target",
+        arguments: ["", "not an id", "patient/123", "patient\n123", "é", String(repeating: "a", count: 101)])
     func malformedPatient(text: String) {
         #expect(CaregiverPushDeepLink.target(remotePush: Self.push(patient: text)) == nil)
         #expect(CaregiverPushDeepLink.target(remotePush: Self.push(patient: 42)) == nil)
@@ -171,7 +173,7 @@ struct PatientRoutingTests {
     @Test("another patient showing → select the push's patient first, then its date and slot")
     func selectsOtherPatient() {
         let router = CaregiverPushDeepLinkRouter()
-        router.route(userInfo: Self.push(patient: Self.second.uuidString), identifier: "x")
+        router.route(userInfo: Self.push(patient: Self.second), identifier: "x")
         #expect(
             router.takeNavigation(selectedPatientID: Self.first, linkedPatientIDs: [Self.first, Self.second])
                 == CaregiverPushNavigation(selectPatient: Self.second, dateKey: "2026-02-11", slot: .evening))
@@ -182,7 +184,7 @@ struct PatientRoutingTests {
     @Test("the push's patient already showing → no selection, straight to date and slot")
     func samePatient() {
         let router = CaregiverPushDeepLinkRouter()
-        router.route(userInfo: Self.push(patient: Self.second.uuidString), identifier: "x")
+        router.route(userInfo: Self.push(patient: Self.second), identifier: "x")
         #expect(
             router.takeNavigation(selectedPatientID: Self.second, linkedPatientIDs: [Self.first, Self.second])
                 == CaregiverPushNavigation(selectPatient: nil, dateKey: "2026-02-11", slot: .evening))
@@ -211,8 +213,8 @@ struct PatientRoutingTests {
     func newerTapWins() {
         let router = CaregiverPushDeepLinkRouter()
         #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: []) == nil)
-        router.route(userInfo: Self.push(patient: Self.first.uuidString, slot: "noon"), identifier: "x")
-        router.route(userInfo: Self.push(patient: Self.second.uuidString, slot: "bedtime"), identifier: "y")
+        router.route(userInfo: Self.push(patient: Self.first, slot: "noon"), identifier: "x")
+        router.route(userInfo: Self.push(patient: Self.second, slot: "bedtime"), identifier: "y")
         #expect(
             router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: [Self.first, Self.second])
                 == CaregiverPushNavigation(selectPatient: Self.second, dateKey: "2026-02-11", slot: .bedtime))
@@ -223,9 +225,9 @@ struct PatientRoutingTests {
 @MainActor
 @Suite("kit: a cold start's tap waits for the patients")
 struct ColdStartTests {
-    static let patient = UUID()
+    static let patient = "patient-123"
     static let push: [AnyHashable: Any] = [
-        "type": "DOSE_TAKEN", "patientId": patient.uuidString, "date": "2026-02-11", "slot": "bedtime",
+        "type": "DOSE_TAKEN", "patientId": patient, "date": "2026-02-11", "slot": "bedtime",
     ]
 
     @Test("before the patients are loaded the target waits; once they are, it navigates to the patient")
@@ -236,7 +238,7 @@ struct ColdStartTests {
         #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: nil) == nil)
         #expect(router.pending?.patientID == Self.patient && router.dropped == nil)
         #expect(
-            router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: [UUID(), Self.patient])
+            router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: ["another-patient", Self.patient])
                 == CaregiverPushNavigation(selectPatient: Self.patient, dateKey: "2026-02-11", slot: .bedtime))
         #expect(router.pending == nil && router.dropped == nil)
     }
@@ -254,7 +256,7 @@ struct ColdStartTests {
         let router = CaregiverPushDeepLinkRouter()
         router.route(userInfo: Self.push, identifier: "cold")
         #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: nil) == nil)
-        #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: [UUID()]) == nil)
+        #expect(router.takeNavigation(selectedPatientID: nil, linkedPatientIDs: ["another-patient"]) == nil)
         let dropped = try #require(router.dropped)
         #expect(dropped.reason == .patientNotLinked && dropped.target.patientID == Self.patient)
         #expect(router.pending == nil)

@@ -127,7 +127,7 @@ public final class Authenticator {
             context.logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
             throw Problem.unauthorized()
         }
-        let (sessionID, patientID) = try row.decode((UUID, UUID).self)
+        let (sessionID, patientID) = try row.decode((AppID, AppID).self)
         return .patient(id: patientID, sessionID: sessionID)
     }
 

@@ -6,7 +6,7 @@ public enum Principal: Sendable, Equatable {
     /// A caregiver: the `sub` of a verified Supabase access token.
     case caregiver(id: UUID)
     /// A patient, through an unrevoked, unexpired session token.
-    case patient(id: UUID, sessionID: UUID)
+    case patient(id: AppID, sessionID: AppID)
 
     /// The caregiver's id, or 403 for a patient (a valid patient token on a caregiver-only endpoint:
     /// docs/behaviour.md#access).

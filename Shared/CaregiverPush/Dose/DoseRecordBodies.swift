@@ -14,16 +14,18 @@ public struct DoseRecordBody: Codable, Sendable, Equatable {
     public let withinTime: Bool
     public let recordingGroupId: String?
 
-    init(id: UUID, patientID: UUID, medicationID: UUID, scheduledAt: Date, takenAt: Date, recordingGroupID: UUID?) {
-        self.id = id.uuidString.lowercased()
-        patientId = patientID.uuidString.lowercased()
-        medicationId = medicationID.uuidString.lowercased()
+    init(
+        id: AppID, patientID: AppID, medicationID: AppID, scheduledAt: Date, takenAt: Date, recordingGroupID: AppID?
+    ) {
+        self.id = id.text
+        patientId = patientID.text
+        medicationId = medicationID.text
         self.scheduledAt = Timestamp.rfc3339UTC(scheduledAt)
         self.takenAt = Timestamp.rfc3339UTC(takenAt)
         date = TokyoClock.dateString(of: scheduledAt)
         slot = Slot(instant: scheduledAt)
         withinTime = DoseRules.isWithinTime(scheduledAt: scheduledAt, takenAt: takenAt)
-        recordingGroupId = recordingGroupID?.uuidString.lowercased()
+        recordingGroupId = recordingGroupID?.text
     }
 
     /// Encodes `recordingGroupId` as `null` rather than leaving it out.
@@ -74,10 +76,10 @@ public struct PRNRecordBody: Codable, Sendable, Equatable {
     public let slot: Slot
     public let quantity: Int
 
-    init(id: UUID, patientID: UUID, medicationID: UUID, takenAt: Date, quantity: Int) {
-        self.id = id.uuidString.lowercased()
-        patientId = patientID.uuidString.lowercased()
-        medicationId = medicationID.uuidString.lowercased()
+    init(id: AppID, patientID: AppID, medicationID: AppID, takenAt: Date, quantity: Int) {
+        self.id = id.text
+        patientId = patientID.text
+        medicationId = medicationID.text
         self.takenAt = Timestamp.rfc3339UTC(takenAt)
         date = TokyoClock.dateString(of: takenAt)
         slot = Slot(instant: takenAt)

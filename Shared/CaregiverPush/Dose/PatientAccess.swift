@@ -13,26 +13,26 @@ public struct PatientAccess: Sendable, Equatable {
         case caregiver = "CAREGIVER"
     }
 
-    public let patientID: UUID
-    /// `recorded_by_role` / `recorded_by_id`.
+    public let patientID: AppID
+    /// `recorded_by_role` / `recorded_by_id`: the patient's id, or the caregiver's (a Supabase user id) as text.
     public let role: Role
-    public let recorderID: UUID
-
+    public let recorderID: AppID
     /// The caregiver who recorded, who is not pushed about their own action.
-    public var actingCaregiverID: UUID? { role == .caregiver ? recorderID : nil }
+    public let actingCaregiverID: UUID?
 
     /// The access a validated `patientId` field asks for, before a caregiver's link is known: a patient's own, or
     /// the named patient's for a caregiver (confirmed by ``linkQuery`` and ``checkLink(_:)`` in the transaction).
     /// - Throws: ``Problem`` 404 when a patient names another patient.
-    static func requested(_ principal: Principal, requestedPatientID: UUID?) throws(Problem) -> PatientAccess {
+    static func requested(_ principal: Principal, requestedPatientID: AppID?) throws(Problem) -> PatientAccess {
         switch principal {
         case .patient(let id, _):
             guard requestedPatientID == nil || requestedPatientID == id else { throw notFound }
-            return PatientAccess(patientID: id, role: .patient, recorderID: id)
+            return PatientAccess(patientID: id, role: .patient, recorderID: id, actingCaregiverID: nil)
         case .caregiver(let caregiverID):
             // A missing patientId is rejected by validation before this point.
             guard let patientID = requestedPatientID else { throw notFound }
-            return PatientAccess(patientID: patientID, role: .caregiver, recorderID: caregiverID)
+            return PatientAccess(
+                patientID: patientID, role: .caregiver, recorderID: AppID(caregiverID), actingCaregiverID: caregiverID)
         }
     }
 
@@ -43,7 +43,7 @@ public struct PatientAccess: Sendable, Equatable {
         guard role == .caregiver else { return nil }
         return """
             SELECT 1 FROM caregiver_push.caregiver_patient_links
-            WHERE caregiver_id = \(recorderID) AND patient_id = \(patientID) AND revoked_at IS NULL
+            WHERE caregiver_id = \(actingCaregiverID) AND patient_id = \(patientID) AND revoked_at IS NULL
             """
     }
 
@@ -54,7 +54,7 @@ public struct PatientAccess: Sendable, Equatable {
         guard role == .caregiver else { return "SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key)))" }
         return """
             SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key))) FROM caregiver_push.caregiver_patient_links
-            WHERE caregiver_id = \(recorderID) AND patient_id = \(patientID) AND revoked_at IS NULL
+            WHERE caregiver_id = \(actingCaregiverID) AND patient_id = \(patientID) AND revoked_at IS NULL
             """
     }
 

@@ -35,7 +35,7 @@ public struct DoseRecord: Endpoint {
 
             // The insert, the record as stored (this one, or the one recorded before), and the push it owes only
             // if the insert recorded it: the record's id is made here, so that the outbox statement can tell.
-            let recordID = UUID()
+            let recordID = AppID(UUID())
             let storedTakenAt = try Date(postgresText: takenAt.postgresText)
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: TokyoClock.dateString(of: scheduledAt),
@@ -63,7 +63,7 @@ public struct DoseRecord: Endpoint {
             guard let row = written[stored].single else {
                 throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished")
             }
-            let (storedID, recordedTakenAt, groupID) = try row.decode((UUID, Date, UUID?).self)
+            let (storedID, recordedTakenAt, groupID) = try row.decode((AppID, Date, AppID?).self)
             // A repeat returns the stored record as it is, with the slot group it was recorded in.
             let record = DoseRecordBody(
                 id: storedID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
@@ -83,8 +83,8 @@ public struct DoseRecord: Endpoint {
     /// A body that passed validation.
     struct Fields: Equatable {
         /// Absent when a patient records for itself.
-        let patientID: UUID?
-        let medicationID: UUID
+        let patientID: AppID?
+        let medicationID: AppID
         let scheduledAt: Date
         /// The body's `takenAt`, or now when it has none.
         let takenAt: Date
@@ -95,7 +95,7 @@ public struct DoseRecord: Endpoint {
     static func validate(_ body: RequestBody, principal: Principal, now: Date) throws(Problem) -> Fields {
         var fields = FieldValidator(body)
         let patientID = fields.patientID(for: principal)
-        let medicationID = fields.uuid("medicationId", required: true)
+        let medicationID = fields.appID("medicationId", required: true)
         let scheduledAt = fields.instant("scheduledAt", required: true)
         let takenAt = fields.takenAt(now: now, scheduledAt: scheduledAt?.date)
         try fields.finish()

@@ -27,7 +27,7 @@ public struct PrnRecord: Endpoint {
         )
         // What "the same request" means for the key: the fields as sent (an omitted takenAt matches an omitted one).
         let fingerprint = SHA256.hexPrefix(
-            of: "medicationId=\(medicationID.uuidString.lowercased())|quantity=\(quantity.sent.map(String.init) ?? "-")"
+            of: "medicationId=\(medicationID)|quantity=\(quantity.sent.map(String.init) ?? "-")"
                 + "|takenAt=\(takenAt.text ?? "-")",
             length: 64)
 
@@ -60,7 +60,7 @@ public struct PrnRecord: Endpoint {
             // The insert, the earlier record should another request with this key have committed since the look-up,
             // and the push the dose owes only if the insert recorded it: the record's id is made here, so that the
             // outbox statement can tell.
-            let recordID = UUID()
+            let recordID = AppID(UUID())
             let storedTakenAt = try Date(postgresText: takenAt.date.postgresText)
             // An event of its own, keyed by this record: never merged into a slot's (docs/behaviour.md#event-key).
             let event = DoseTakenEvent.prn(
@@ -100,8 +100,8 @@ public struct PrnRecord: Endpoint {
     /// A body (and `Idempotency-Key`) that passed validation.
     struct Fields {
         /// Absent when a patient records for itself.
-        let patientID: UUID?
-        let medicationID: UUID
+        let patientID: AppID?
+        let medicationID: AppID
         /// The body's `takenAt` (or now) and its text as sent, for the idempotency fingerprint.
         let takenAt: (date: Date, text: String?)
         let quantity: (value: Int, sent: Int?)
@@ -116,7 +116,7 @@ public struct PrnRecord: Endpoint {
     ) throws(Problem) -> Fields {
         var fields = FieldValidator(body)
         let patientID = fields.patientID(for: principal)
-        let medicationID = fields.uuid("medicationId", required: true)
+        let medicationID = fields.appID("medicationId", required: true)
         let takenAt = fields.takenAt(now: now)
         let quantity = fields.quantity()
         var idempotencyKey: UUID?
@@ -132,7 +132,7 @@ public struct PrnRecord: Endpoint {
     }
 
     /// The statement that reads the record an earlier request with this key created, with its fingerprint.
-    private static func recordedQuery(key: UUID, patientID: UUID) -> PostgresQuery {
+    private static func recordedQuery(key: UUID, patientID: AppID) -> PostgresQuery {
         """
         SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM caregiver_push.prn_dose_records
         WHERE patient_id = \(patientID) AND idempotency_key = \(key)
@@ -141,7 +141,7 @@ public struct PrnRecord: Endpoint {
 
     /// A repeat: the first record and no push, or 422 when the key came with a different request.
     private static func replay(
-        _ row: PostgresRow, fingerprint: String, patientID: UUID
+        _ row: PostgresRow, fingerprint: String, patientID: AppID
     ) throws -> RecordResponse<PRNRecordBody> {
         let earlier = try body(row, patientID: patientID)
         guard constantTimeEquals(Array(earlier.fingerprint.utf8), Array(fingerprint.utf8)) else {
@@ -150,9 +150,9 @@ public struct PrnRecord: Endpoint {
         return RecordResponse(record: earlier.record, updatedCount: 0)
     }
 
-    private static func body(_ row: PostgresRow, patientID: UUID) throws -> (record: PRNRecordBody, fingerprint: String)
+    private static func body(_ row: PostgresRow, patientID: AppID) throws -> (record: PRNRecordBody, fingerprint: String)
     {
-        let (id, medicationID, takenAt, quantity) = try row.decode((UUID, UUID, Date, Int).self)
+        let (id, medicationID, takenAt, quantity) = try row.decode((AppID, AppID, Date, Int).self)
         let fingerprint = try row.decode(String?.self, at: 4) ?? ""
         return (
             PRNRecordBody(

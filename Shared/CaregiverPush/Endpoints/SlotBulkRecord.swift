@@ -23,7 +23,7 @@ public struct SlotBulkRecord: Endpoint {
 
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
 
-        let groupID = UUID()
+        let groupID = AppID(UUID())
         // Round trips: the lock and the slot's doses; the inserts; the push the group owes (known only once the
         // inserts have said which doses were not recorded before); COMMIT. Identical concurrent requests queue at
         // the lock, so the group is recorded by one of them, whole; for a caregiver the lock is taken in one
@@ -36,7 +36,7 @@ public struct SlotBulkRecord: Endpoint {
             let scheduled = reads.add(Medication.scheduledDosesQuery(patientID: access.patientID, on: date))
             let read = try transaction.run(reads)
             let doses = try Medication.scheduledDoses(read[scheduled]).compactMap {
-                dose -> (medicationID: UUID, scheduledAt: Date)? in
+                dose -> (medicationID: AppID, scheduledAt: Date)? in
                 guard Slot(minuteOfDay: dose.minuteOfDay) == slot else { return nil }
                 return (dose.medicationID, DoseRules.scheduledInstant(date: date, minuteOfDay: dose.minuteOfDay))
             }
@@ -60,7 +60,7 @@ public struct SlotBulkRecord: Endpoint {
                 if let row = inserted[insert].single {
                     records.append(
                         DoseRecordBody(
-                            id: try row.decode(UUID.self, at: 0), patientID: access.patientID,
+                            id: try row.decode(AppID.self, at: 0), patientID: access.patientID,
                             medicationID: dose.medicationID, scheduledAt: dose.scheduledAt, takenAt: takenAt,
                             recordingGroupID: groupID))
                 }
@@ -77,7 +77,7 @@ public struct SlotBulkRecord: Endpoint {
         }
         context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
         let response = SlotRecordResponse(
-            recordingGroupId: records.isEmpty ? nil : groupID.uuidString.lowercased(), updatedCount: records.count,
+            recordingGroupId: records.isEmpty ? nil : groupID.text, updatedCount: records.count,
             records: records)
         // Respond, then send the push the group owes (none when nothing was recorded).
         try respond(response)
@@ -87,7 +87,7 @@ public struct SlotBulkRecord: Endpoint {
     /// A body that passed validation.
     struct Fields: Equatable {
         /// Absent when a patient records for itself.
-        let patientID: UUID?
+        let patientID: AppID?
         let date: LocalDate
         let slot: Slot
         /// The body's `takenAt`, or now when it has none.

@@ -51,6 +51,11 @@ extension Problem {
             return Problem(
                 type: "/problems/internal", title: "Internal Server Error", status: 500,
                 detail: "The database server's certificate could not be verified (DATABASE_URL sslmode, sslrootcert).")
+        case let postgresError as PostgresError where postgresError.sqlState == .invalidTextRepresentation:
+            // Every value but an id is validated before it is sent; an id is sent as text and read as the app's
+            // column type (AppID). Text a `uuid` column cannot hold names no row, as any unknown id does.
+            logger.info("request refused", metadata: ["db.code": "22P02"])
+            return .notFound("No such patient or medication.")
         case let postgresError as PostgresError where postgresError.code == .invalidParameter:
             logger.warning("request refused", metadata: ["db.code": .string(postgresError.code.description)])
             return .badRequest("The request holds a NUL character, which cannot be stored.")

@@ -18,11 +18,19 @@ extension FieldValidator {
     }
 
     /// `patientId`: required for a caregiver, optional for a patient.
-    mutating func patientID(for principal: Principal) -> UUID? {
+    mutating func patientID(for principal: Principal) -> AppID? {
         if case .caregiver = principal {
-            return uuid("patientId", required: true)
+            return appID("patientId", required: true)
         }
-        return uuid("patientId", required: false)
+        return appID("patientId", required: false)
+    }
+
+    /// An id of one of the app's rows (``AppID``); a present string that is not one records "`field` must be an id".
+    mutating func appID(_ field: String, required: Bool) -> AppID? {
+        string(
+            field, required: required,
+            invalidMessage: "\(field) must be an id (1 to \(AppID.maximumLength) letters, digits, '-', '_', '.' or ':')"
+        ) { AppID($0) != nil }.flatMap(AppID.init)
     }
 
     /// `takenAt`, defaulting to now, within the plausible window of ``DoseRules/takenAtWindow(now:scheduledAt:)``.

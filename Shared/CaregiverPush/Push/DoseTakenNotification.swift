@@ -4,19 +4,19 @@ import PushPayloadContract
 
 /// A TAKEN dose to tell caregivers about: everything the push needs, and nothing else — no medication, no dose.
 public struct DoseTakenEvent: Sendable, Equatable {
-    public let patientID: UUID
+    public let patientID: AppID
     /// The dose's Tokyo date, `YYYY-MM-DD`.
     public let date: String
     public let slot: Slot
     /// Set for slot-bulk recordings: one event for the whole group.
-    public let recordingGroupID: UUID?
+    public let recordingGroupID: AppID?
     public let takenAt: Date
     public let withinTime: Bool
     /// The caregiver who recorded it, who is not told about their own action; `nil` when the patient recorded.
     public let actingCaregiverID: UUID?
 
     public init(
-        patientID: UUID, date: String, slot: Slot, recordingGroupID: UUID?, takenAt: Date, withinTime: Bool,
+        patientID: AppID, date: String, slot: Slot, recordingGroupID: AppID?, takenAt: Date, withinTime: Bool,
         actingCaregiverID: UUID?
     ) {
         self.init(
@@ -28,7 +28,7 @@ public struct DoseTakenEvent: Sendable, Equatable {
 
     /// An event as the outbox stored it: its key is the stored one, whatever the fields would compute today.
     init(
-        storedKey: String, patientID: UUID, date: String, slot: Slot, recordingGroupID: UUID?, takenAt: Date,
+        storedKey: String, patientID: AppID, date: String, slot: Slot, recordingGroupID: AppID?, takenAt: Date,
         withinTime: Bool, actingCaregiverID: UUID? = nil
     ) {
         self.patientID = patientID
@@ -43,9 +43,9 @@ public struct DoseTakenEvent: Sendable, Equatable {
 
     /// An as-needed (PRN) dose: an event of its own, keyed by its record (`doseTaken:prn:{recordID}`), never merged
     /// with a slot's. Its date and slot are those of `takenAt` in Tokyo; it is never within time.
-    public static func prn(recordID: UUID, patientID: UUID, takenAt: Date, actingCaregiverID: UUID?) -> Self {
+    public static func prn(recordID: AppID, patientID: AppID, takenAt: Date, actingCaregiverID: UUID?) -> Self {
         Self(
-            storedKey: "doseTaken:prn:\(recordID.uuidString.lowercased())", patientID: patientID,
+            storedKey: "doseTaken:prn:\(recordID)", patientID: patientID,
             date: TokyoClock.dateString(of: takenAt), slot: Slot(instant: takenAt), recordingGroupID: nil,
             takenAt: takenAt, withinTime: false, actingCaregiverID: actingCaregiverID)
     }
@@ -57,10 +57,10 @@ public struct DoseTakenEvent: Sendable, Equatable {
     /// `push_events`.
     public let eventKey: String
 
-    private static func eventKey(patientID: UUID, date: String, slot: Slot, group: UUID?, takenAt: Date) -> String {
-        if let group { return "doseTaken:\(group.uuidString.lowercased())" }
+    private static func eventKey(patientID: AppID, date: String, slot: Slot, group: AppID?, takenAt: Date) -> String {
+        if let group { return "doseTaken:\(group)" }
         return
-            "doseTaken:\(patientID.uuidString.lowercased()):\(date):\(slot.rawValue):\(TokyoClock.hourMinute(takenAt))"
+            "doseTaken:\(patientID):\(date):\(slot.rawValue):\(TokyoClock.hourMinute(takenAt))"
     }
 
     /// The APNs collapse id: the first 32 hex digits of SHA-256(event key), so a duplicate shows as one.
@@ -131,7 +131,7 @@ public enum DoseTakenMessage {
     }
 
     private static func message(for event: DoseTakenEvent, displayName: String, deviceToken: String) -> JSONValue {
-        let patient = event.patientID.uuidString.lowercased()
+        let patient = event.patientID.text
         return .object([
             "message": .object([
                 "token": .string(deviceToken),
@@ -145,7 +145,7 @@ public enum DoseTakenMessage {
                     DoseTakenPayload.Key.date: .string(event.date),
                     DoseTakenPayload.Key.slot: .string(event.slot.rawValue),
                     DoseTakenPayload.Key.recordingGroupID: .string(
-                        event.recordingGroupID?.uuidString.lowercased() ?? ""),
+                        event.recordingGroupID?.text ?? ""),
                 ]),
                 "apns": .object([
                     "headers": .object(["apns-collapse-id": .string(event.collapseID)]),

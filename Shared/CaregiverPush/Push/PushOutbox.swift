@@ -23,8 +23,8 @@ public enum PushOutbox {
     /// outbox statement: the event is owed only if that row exists when the statement runs, that is, only if the
     /// insert did not find the dose already recorded.
     package enum RecordedRow {
-        case dose(UUID)
-        case prnDose(UUID)
+        case dose(AppID)
+        case prnDose(AppID)
     }
 
     /// The statement that writes `event` and its deliveries when pushes are on, `nil` when `PUSH_ENVIRONMENT` is not
@@ -61,7 +61,7 @@ public enum PushOutbox {
         _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment, deviceCap: Int,
         ifRecorded recorded: RecordedRow?
     ) -> PostgresQuery {
-        var (doseID, prnDoseID): (UUID?, UUID?) = (nil, nil)
+        var (doseID, prnDoseID): (AppID?, AppID?) = (nil, nil)
         switch recorded {
         case .dose(let id): doseID = id
         case .prnDose(let id): prnDoseID = id
@@ -69,14 +69,14 @@ public enum PushOutbox {
         }
         return """
             WITH owed AS (
-                SELECT (\(doseID)::uuid IS NULL AND \(prnDoseID)::uuid IS NULL)
-                    OR EXISTS (SELECT 1 FROM caregiver_push.dose_records WHERE id = \(doseID)::uuid)
-                    OR EXISTS (SELECT 1 FROM caregiver_push.prn_dose_records WHERE id = \(prnDoseID)::uuid) AS owed
+                SELECT (\(doseID)::text IS NULL AND \(prnDoseID)::text IS NULL)
+                    OR EXISTS (SELECT 1 FROM caregiver_push.dose_records WHERE id = \(doseID))
+                    OR EXISTS (SELECT 1 FROM caregiver_push.prn_dose_records WHERE id = \(prnDoseID)) AS owed
             ), event AS (
                 INSERT INTO caregiver_push.push_events
                     (event_key, kind, source, patient_id, local_date, slot, recording_group_id, within_time, taken_at)
                 SELECT \(event.eventKey), 'DOSE_TAKEN', \(source.rawValue), \(event.patientID), \(event.date)::date,
-                       \(event.slot.rawValue), \(event.recordingGroupID)::uuid, \(event.withinTime), \(event.takenAt)
+                       \(event.slot.rawValue), \(event.recordingGroupID)::text, \(event.withinTime), \(event.takenAt)
                 FROM owed WHERE owed.owed
                 ON CONFLICT (event_key) DO UPDATE
                     SET within_time = caregiver_push.push_events.within_time AND excluded.within_time

@@ -26,12 +26,16 @@ public enum Timestamp {
         parse(text, requireSeconds: true, allowShortOffset: false)
     }
 
-    /// Parses PostgreSQL's ISO `timestamptz` output, whose offset may be `+09`, `+05:30` or `+00:19:20`.
+    /// Parses PostgreSQL's ISO `timestamptz` output, whose offset may be `+09`, `+05:30` or `+00:19:20`, and its
+    /// `timestamp` (without time zone) output, which has none: the data contract (docs/behaviour.md#data-contract)
+    /// lets an app's column be a `timestamp` that holds UTC, as Prisma's `DateTime` does.
     package static func parsePostgres(_ text: String) -> Date? {
-        parse(text, requireSeconds: true, allowShortOffset: true)
+        parse(text, requireSeconds: true, allowShortOffset: true, missingOffsetIsUTC: true)
     }
 
-    private static func parse(_ text: String, requireSeconds: Bool, allowShortOffset: Bool) -> Date? {
+    private static func parse(
+        _ text: String, requireSeconds: Bool, allowShortOffset: Bool, missingOffsetIsUTC: Bool = false
+    ) -> Date? {
         let bytes = Array(text.utf8)
         var index = 0
         func number(_ digits: Int) -> Int64? {
@@ -88,7 +92,7 @@ public enum Timestamp {
                 return nil
             }
             offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60 + offsetExtraSeconds)
-        } else {
+        } else if !missingOffsetIsUTC {
             return nil
         }
         guard index == bytes.count else { return nil }

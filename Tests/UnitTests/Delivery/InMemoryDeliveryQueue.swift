@@ -36,7 +36,7 @@ final class InMemoryDeliveryQueue: DeliveryStore {
     private(set) var leases: [(at: ContinuousClock.Instant, count: Int)] = []
     private(set) var recordings: [Recording] = []
     let event = DoseTakenEvent(
-        patientID: UUID(), date: "2026-11-26", slot: .morning, recordingGroupID: nil,
+        patientID: AppID(UUID()), date: "2026-11-26", slot: .morning, recordingGroupID: nil,
         takenAt: Date(timeIntervalSince1970: 1_795_000_000), withinTime: true, actingCaregiverID: nil)
 
     init(clock: ManualClock, tokens: [String], leaseDuration: Duration) {

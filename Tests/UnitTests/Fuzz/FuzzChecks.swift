@@ -148,7 +148,7 @@ struct ValidationOnlyEndpoint: Endpoint {
         let broken = try route.validate(
             RequestBody(request), idempotencyKey: request.header("idempotency-key"),
             principal: isPatient
-                ? .patient(id: FuzzFixture.patientID, sessionID: FuzzFixture.patientID)
+                ? .patient(id: AppID(FuzzFixture.patientID), sessionID: AppID(FuzzFixture.patientID))
                 : .caregiver(id: FuzzFixture.caregiverID),
             now: context.now)
         guard broken.isEmpty else { throw PostconditionFailure() }
@@ -252,7 +252,7 @@ public enum ValidatorCheck {
         let principal: Principal =
             selector & 0x08 == 0
             ? .caregiver(id: FuzzFixture.caregiverID)
-            : .patient(id: FuzzFixture.patientID, sessionID: FuzzFixture.patientID)
+            : .patient(id: AppID(FuzzFixture.patientID), sessionID: AppID(FuzzFixture.patientID))
         let idempotencyKey: String? =
             switch (selector >> 4) & 0x03 {
             case 1: "5F0E7B0C-3C57-4E1A-9D0B-1B2C3D4E5F60"

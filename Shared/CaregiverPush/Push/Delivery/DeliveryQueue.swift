@@ -90,10 +90,10 @@ enum DeliveryQueue {
                         deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message)
                 }
                 let (patientID, date, slot) = try (
-                    row.decode(UUID.self, at: 5), row.decode(String.self, at: 6), row.decode(String.self, at: 7)
+                    row.decode(AppID.self, at: 5), row.decode(String.self, at: 6), row.decode(String.self, at: 7)
                 )
                 let (group, takenAt, withinTime, displayName) = try (
-                    row.decode(UUID?.self, at: 8), row.decode(Date.self, at: 9), row.decode(Bool.self, at: 10),
+                    row.decode(AppID?.self, at: 8), row.decode(Date.self, at: 9), row.decode(Bool.self, at: 10),
                     row.decode(String.self, at: 11)
                 )
                 guard let slot = Slot(rawValue: slot) else {

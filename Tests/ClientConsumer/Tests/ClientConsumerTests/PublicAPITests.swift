@@ -28,12 +28,12 @@ final class Defaults: PushStateStore {
 struct PublicAPITests {
     @Test("a tapped DOSE_TAKEN push and a local reminder both route, through the public router, to the right patient")
     func routing() {
-        let patient = UUID()
+        let patient = "clx9f3k2a0000qz8h1b2c3d4e"
         let router = CaregiverPushDeepLinkRouter()
         router.route(
             userInfo: [
                 DoseTakenPayload.Key.type: DoseTakenPayload.type, DoseTakenPayload.Key.date: "2026-02-11",
-                DoseTakenPayload.Key.slot: Slot.noon.rawValue, DoseTakenPayload.Key.patientID: patient.uuidString,
+                DoseTakenPayload.Key.slot: Slot.noon.rawValue, DoseTakenPayload.Key.patientID: patient,
                 "aps": ["sound": "default"],
             ],
             identifier: "ignored")
