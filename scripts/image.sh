@@ -70,6 +70,8 @@ done
 patchelf --set-rpath '$ORIGIN/lib' "$context/app/bin/gateway"
 cp infra/functions.json "$context/app/infra/functions.json"
 cp -r infra/migrations "$context/app/infra/migrations"
+# An operator's mapping onto the app's own tables (docs/deploy.md#bring-your-own-tables) travels with the migrations.
+if [ -n "${APP_MAPPING:-}" ]; then cp "$APP_MAPPING" "$context/app/infra/migrations"/app-mapping.sql; fi
 cp -L /etc/ssl/certs/ca-certificates.crt "$context/app/certs/ca-certificates.crt"
 chmod -R a+rX,go-w "$context/app"
 stamp "context staged ($(du -sh "$context" | cut -f1))"

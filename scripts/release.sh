@@ -106,6 +106,8 @@ for function in "${functions[@]}"; do
     fi
     if [ "$function" = db-migrate ]; then
         cp -r infra/migrations "$stage/migrations"
+        # An operator's mapping onto the app's own tables (docs/deploy.md#bring-your-own-tables) travels with the migrations.
+        if [ -n "${APP_MAPPING:-}" ]; then cp "$APP_MAPPING" "$stage/migrations"/app-mapping.sql; fi
     fi
     # The database provider's CA bundle, for sslmode=verify-full (the template's PGSSLROOTCERT points here).
     if [ -n "${DATABASE_CA_BUNDLE:-}" ]; then

@@ -22,6 +22,13 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
     @Option(help: "The migrations directory.")
     var migrations: String = "infra/migrations"
 
+    @Option(
+        help: """
+            SQL that maps the household relations onto the app's own tables (docs/deploy.md#bring-your-own-tables); \
+            default: app-mapping.sql in the migrations directory, when there is one.
+            """)
+    var appMapping: String?
+
     package init() {}
 
     /// A lock wait of at most 5 s, a statement of at most 4 minutes (the migrate Job has 300 s in all).
@@ -39,7 +46,8 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
         guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
             throw ValidationError("DATABASE_URL is not set")
         }
-        let migrator = try Migrator(directory: URL(fileURLWithPath: migrations))
+        let mapping = try appMapping.map { try String(contentsOf: URL(fileURLWithPath: $0), encoding: .utf8) }
+        let migrator = try Migrator(directory: URL(fileURLWithPath: migrations), appMapping: mapping)
         let connection: PostgresConnection
         do {
             connection = try PostgresConnection(url: url, applicationName: "caregiver-push-migrate")

@@ -38,7 +38,8 @@ struct AppMapping {
             """
         )[0].decode(Bool.self, at: 0)
         if !unchanged {
-            logger.info("applying the app mapping", metadata: ["migration.relations": .stringConvertible(relations.count)])
+            logger.info(
+                "applying the app mapping", metadata: ["migration.relations": .stringConvertible(relations.count)])
             try replaceRelations(connection, relations: relations)
             try connection.executeScript(PostgresQuery(unsafeSQL: sql))
             try connection.query(

@@ -100,7 +100,8 @@ public struct DataContract: Decodable, Sendable {
                     found.append("\(qualified): \(problem)")
                 }
             }
-            for lookup in relation.lookups ?? [] where !(try isServedByIndex(connection, relation.name, lookup, columns)) {
+            for lookup in relation.lookups ?? []
+            where !(try isServedByIndex(connection, relation.name, lookup, columns)) {
                 found.append(
                     "\(qualified): no index serves a look-up by (\(lookup.joined(separator: ", "))): index the app's "
                         + "columns these map to")
@@ -132,15 +133,18 @@ public struct DataContract: Decodable, Sendable {
     private func insertBlockers(_ connection: PostgresConnection, relation: String, columns: [String]) throws
         -> [String]
     {
-        let insertable = try connection.query(
-            """
-            SELECT is_insertable_into = 'YES' FROM information_schema.tables
-            WHERE table_schema = \(schema) AND table_name = \(relation)
-            """
-        ).single?.decode(Bool.self, at: 0) ?? false
+        let insertable =
+            try connection.query(
+                """
+                SELECT is_insertable_into = 'YES' FROM information_schema.tables
+                WHERE table_schema = \(schema) AND table_name = \(relation)
+                """
+            ).single?.decode(Bool.self, at: 0) ?? false
         guard insertable else {
-            return [" cannot be inserted into: the functions insert recordings there (a view over one table, no "
-                + "DISTINCT, GROUP BY or join, is)"]
+            return [
+                " cannot be inserted into: the functions insert recordings there (a view over one table, no "
+                    + "DISTINCT, GROUP BY or join, is)"
+            ]
         }
         return try connection.query(
             """

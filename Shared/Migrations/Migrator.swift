@@ -50,7 +50,8 @@ public struct Migrator: Sendable {
         self.migrations = migrations
         let contractFile = directory.appendingPathComponent(DataContract.fileName)
         contract =
-            FileManager.default.fileExists(atPath: contractFile.path) ? try DataContract.load(directory: directory) : nil
+            FileManager.default.fileExists(atPath: contractFile.path)
+            ? try DataContract.load(directory: directory) : nil
         let mappingFile = directory.appendingPathComponent(Self.appMappingFileName)
         self.appMapping =
             try appMapping

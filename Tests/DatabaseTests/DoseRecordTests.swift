@@ -189,7 +189,7 @@ struct DoseRecordTests {
                 .isEmpty)
     }
 
-    @Test("field validation: UUIDs, RFC 3339 with an offset, takenAt at most 5 minutes ahead")
+    @Test("field validation: the app's ids, RFC 3339 with an offset, takenAt at most 5 minutes ahead")
     func fieldValidation() throws {
         let fixture = try Self.fixture()
         let token = fixture.patientToken
@@ -198,9 +198,13 @@ struct DoseRecordTests {
                 "medicationId": "medicationId is required", "scheduledAt": "scheduledAt is required",
             ])
         var body = Self.body(fixture)
-        body["medicationId"] = .string("not-a-uuid")
+        body["medicationId"] = .string("not an id")
         body["scheduledAt"] = .string("\(fixture.date)T08:00:00")
         #expect(fieldErrors(Self.record(token, body)).keys.sorted() == ["medicationId", "scheduledAt"])
+        // An id the app's uuid column cannot hold names no medication: 404, nothing recorded.
+        body = Self.body(fixture)
+        body["medicationId"] = .string("patient-123")
+        #expect(Self.record(token, body).status == 404)
         let future = Timestamp.rfc3339UTC(Date().addingTimeInterval(6 * 60))
         #expect(
             fieldErrors(Self.record(token, Self.body(fixture, takenAt: future))) == [

@@ -47,7 +47,8 @@ struct EventKeyTests {
     @Test("a PRN dose is an event of its own, keyed by its record, whatever the hour", arguments: instants)
     func prnKey(takenAt: String, date: String, slot: Slot, hhmm: String) {
         let prn = DoseTakenEvent.prn(
-            recordID: AppID(Self.record), patientID: AppID(Self.patient), takenAt: Self.instant(takenAt), actingCaregiverID: nil)
+            recordID: AppID(Self.record), patientID: AppID(Self.patient), takenAt: Self.instant(takenAt),
+            actingCaregiverID: nil)
         #expect(prn.eventKey == "doseTaken:prn:0f000000-0000-4000-8000-00000000000b")
         #expect(prn.date == date && prn.slot == slot && !prn.withinTime && prn.recordingGroupID == nil)
         // A scheduled dose of the PRN's own date and slot, taken in its minute, has another key.

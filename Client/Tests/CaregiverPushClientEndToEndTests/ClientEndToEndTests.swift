@@ -54,19 +54,20 @@ struct ClientEndToEndTests {
         #expect(delivered.count == 1)
         let message = try #require(delivered.first?["message"] as? [String: Any])
         let userInfo = iOSUserInfo(fromFCM: message, messageName: delivered.first?["name"] as? String)
-        let linked: Set = [home.first.uuidString.lowercased(), home.second.uuidString.lowercased()]
-        let expected = CaregiverPushNavigation(selectPatient: home.second.uuidString.lowercased(), dateKey: date, slot: .bedtime)
+        let (first, second) = (home.first.uuidString.lowercased(), home.second.uuidString.lowercased())
+        let linked: Set = [first, second]
+        let expected = CaregiverPushNavigation(selectPatient: second, dateKey: date, slot: .bedtime)
 
         // Background: the app runs, the first patient's screens are showing.
         let router = CaregiverPushDeepLinkRouter()
         #expect(router.route(userInfo: userInfo, identifier: UUID().uuidString))
-        #expect(router.takeNavigation(selectedPatientID: home.first.uuidString.lowercased(), linkedPatientIDs: linked) == expected)
+        #expect(router.takeNavigation(selectedPatientID: first, linkedPatientIDs: linked) == expected)
         #expect(router.pending == nil)
 
         // Cold start: the tap arrives before any screen (and before a patient is selected); it waits.
         let coldRouter = CaregiverPushDeepLinkRouter()
         coldRouter.route(userInfo: userInfo, identifier: UUID().uuidString)
-        #expect(coldRouter.pending?.patientID == home.second.uuidString.lowercased())
+        #expect(coldRouter.pending?.patientID == second)
         #expect(coldRouter.takeNavigation(selectedPatientID: nil, linkedPatientIDs: linked) == expected)
 
         // Foreground: the in-app banner instead of the system's, and its tap routes the same way.
@@ -84,7 +85,7 @@ struct ClientEndToEndTests {
         #expect(banner.accessibilityLabel.contains(banner.body) && !banner.accessibilityHint.isEmpty)
         #expect(presenter.tapBanner())
         #expect(
-            foregroundRouter.takeNavigation(selectedPatientID: home.first.uuidString.lowercased(), linkedPatientIDs: linked) == expected)
+            foregroundRouter.takeNavigation(selectedPatientID: first, linkedPatientIDs: linked) == expected)
 
         // Off: the next dose reaches this phone no more.
         await app.settings.setPushEnabled(false)

@@ -1,3 +1,4 @@
+import Codecs
 import Libpq
 import FoundationEssentials
 
@@ -14,12 +15,13 @@ public struct AppID: Hashable, Sendable, Comparable, CustomStringConvertible, Po
     public let text: String
 
     /// `nil` unless `text` is 1 to ``maximumLength`` characters of `A-Z a-z 0-9 - _ . :` — what ids are made of, and
-    /// nothing a log line, an event key or a URL would have to escape.
+    /// nothing a log line, an event key or a URL would have to escape. A UUID is case-insensitive (RFC 9562) and
+    /// PostgreSQL's `uuid` prints it lowercase: in that form it is kept lowercase, so that one id has one text.
     public init?(_ text: String) {
         guard (1...Self.maximumLength).contains(text.utf8.count), text.utf8.allSatisfy(Self.isIDByte) else {
             return nil
         }
-        self.text = text
+        self.text = UUID(exactly: text).map { $0.uuidString.lowercased() } ?? text
     }
 
     /// A UUID the functions made (a record's id), in its lowercase text form.

@@ -150,8 +150,9 @@ public struct PrnRecord: Endpoint {
         return RecordResponse(record: earlier.record, updatedCount: 0)
     }
 
-    private static func body(_ row: PostgresRow, patientID: AppID) throws -> (record: PRNRecordBody, fingerprint: String)
-    {
+    private static func body(
+        _ row: PostgresRow, patientID: AppID
+    ) throws -> (record: PRNRecordBody, fingerprint: String) {
         let (id, medicationID, takenAt, quantity) = try row.decode((AppID, AppID, Date, Int).self)
         let fingerprint = try row.decode(String?.self, at: 4) ?? ""
         return (

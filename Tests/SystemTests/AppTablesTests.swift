@@ -1,0 +1,292 @@
+import Codecs
+import CaregiverPush
+import Foundation
+import Libpq
+import Logging
+import Migrations
+import Testing
+import TestSupport
+
+/// Bring your own tables (docs/deploy.md#bring-your-own-tables): the functions migrated onto an app schema in Prisma's
+/// conventions on Supabase (`Tests/Fixtures/prisma-app/schema.sql`), with the mapping an operator writes for it
+/// (`app-mapping.sql`), record through the built executables as the runtime role, and what they record is in the
+/// app's own tables; the app's households take effect at the next invocation, with no copy.
+@Suite("bring your own tables: the functions on a Prisma app's schema", .serialized)
+struct AppTablesTests {
+    static let fixtures = TestDatabase.repositoryRoot.appendingPathComponent("Tests/Fixtures/prisma-app")
+    static var appSchema: String {
+        get throws { try String(contentsOf: fixtures.appendingPathComponent("schema.sql"), encoding: .utf8) }
+    }
+    static var mapping: String {
+        get throws { try String(contentsOf: fixtures.appendingPathComponent("app-mapping.sql"), encoding: .utf8) }
+    }
+
+    /// A Supabase project of the test's own with the app's schema in `public`, not migrated yet.
+    static func withApp(_ body: (OwnDatabase, PostgresConnection) throws -> Void) throws {
+        try DataAPIExposureTests.withSupabaseProject { cluster, owner in
+            try owner.executeScript(PostgresQuery(unsafeSQL: try appSchema))
+            try body(cluster, owner)
+        }
+    }
+
+    static func migrate(_ owner: PostgresConnection, mapping: String?) throws {
+        try Migrator(directory: TestDatabase.migrationsDirectory, appMapping: mapping).migrate(
+            owner, logger: Logger(label: "tests"))
+        try owner.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
+    }
+
+    /// A household the way the app writes it: text ids, UTC wall-clock timestamps, a session's token hash.
+    struct Household {
+        let patient: String
+        let caregiver: UUID
+        let scheduled: String
+        let other: String
+        let prn: String
+        let session: String
+    }
+
+    static func seed(_ owner: PostgresConnection, patient: String, caregiver: UUID) throws -> Household {
+        let token = try PatientSessionToken.generate()
+        let (scheduled, other, prn) = ("clmed\(UUID().uuidString.prefix(8).lowercased())", "clmed2", "clprn1")
+        try owner.query(
+            """
+            INSERT INTO public."Patient" ("id", "displayName", "updatedAt") VALUES (\(patient), '山田花子', now())
+            """)
+        try owner.query(
+            """
+            INSERT INTO public."CaregiverPatientLink" ("id", "caregiverId", "patientId")
+            VALUES (\("link-\(UUID().uuidString)"), \(caregiver), \(patient))
+            """)
+        for (id, isPRN, times) in [(scheduled, false, ["08:00", "20:00"]), (other, false, ["08:00"]), (prn, true, [])] {
+            try owner.query(
+                """
+                INSERT INTO public."Medication" ("id", "patientId", "name", "isPrn", "startDate", "updatedAt")
+                VALUES (\(id + patient), \(patient), '朝の薬', \(isPRN), '2020-01-01 00:00:00', now())
+                """)
+            for time in times {
+                try owner.query(
+                    """
+                    INSERT INTO public."MedicationSchedule" ("id", "medicationId", "time")
+                    VALUES (\(UUID().uuidString), \(id + patient), \(time))
+                    """)
+            }
+        }
+        try owner.query(
+            """
+            INSERT INTO public."PatientSession" ("id", "patientId", "tokenHash", "expiresAt")
+            VALUES (\("sess-\(UUID().uuidString)"), \(patient), \(PostgresBytes(token.hash)),
+                    (now() AT TIME ZONE 'UTC') + interval '1 hour')
+            """)
+        return Household(
+            patient: patient, caregiver: caregiver, scheduled: scheduled + patient, other: other + patient,
+            prn: prn + patient, session: token.text)
+    }
+
+    @Test("doses, slots and PRNs recorded through the functions land in the app's tables and push with its ids")
+    func recordingsLandInTheAppsTables() throws {
+        try Self.withApp { cluster, owner in
+            try Self.migrate(owner, mapping: try Self.mapping)
+            let home = try Self.seed(owner, patient: "patient-123", caregiver: UUID())
+            let fake = try FCMFake()
+            let environment = fake.environment(["DATABASE_URL": cluster.runtimeURL])
+            let yesterday = TokyoDay.offset(-1)
+            let device = makeDeviceToken()
+            var values = [
+                "CAREGIVER_TOKEN": try caregiverToken(home.caregiver), "PATIENT_TOKEN": home.session,
+                "DEVICE_TOKEN": device, "INSTALLATION_ID": UUID().uuidString, "PATIENT_ID": home.patient,
+                "MEDICATION_ID": home.scheduled, "SCHEDULED_AT": TokyoDay.instant(yesterday, "08:00"),
+                "DATE": yesterday, "SLOT": "bedtime", "IDEMPOTENCY_KEY": UUID().uuidString,
+            ]
+            func run(_ function: String, _ fixture: String) throws -> Executables.Run {
+                let run = try Executables.run(
+                    function, input: try Executables.fixture("\(function)/\(fixture).json", values),
+                    environment: environment)
+                return run
+            }
+            let register = try run("push-register", "valid")
+            #expect(register.response?.statusCode == 200, "\(register.stderr)")
+
+            // The patient's single dose, a slot, a PRN.
+            let dose = try run("dose-record", "patient")
+            #expect(dose.body?["updatedCount"] == .number(1), "\(dose.stderr)")
+            #expect(dose.body?["record"]?["patientId"] == .string("patient-123"))
+            let slot = try run("slot-bulk-record", "patient")
+            #expect(slot.body?["updatedCount"] == .number(1), "\(slot.stderr)")
+            values["MEDICATION_ID"] = home.prn
+            let prn = try run("prn-record", "patient")
+            #expect(prn.body?["record"]?["medicationId"] == .string(home.prn), "\(prn.stderr)")
+            #expect(try run("prn-record", "patient").body?["updatedCount"] == .number(0))
+
+            // As the app's History reads them: its own tables, its own columns, UTC wall-clock times.
+            let history = try owner.query(
+                """
+                SELECT "medicationId", to_char("scheduledAt", 'YYYY-MM-DD"T"HH24:MI'), "recordedByRole"::text,
+                       "recordedById", "recordingGroupId" IS NOT NULL
+                FROM public."DoseRecord" WHERE "patientId" = 'patient-123' ORDER BY "scheduledAt"
+                """
+            ).map { try $0.decode((String, String, String, String, Bool).self) }
+            let dayBefore = TokyoDay.offset(-2)
+            #expect(history.count == 2)
+            #expect(history.first?.0 == home.scheduled && history.first?.1 == "\(dayBefore)T23:00")
+            #expect(history.last?.1 == "\(yesterday)T11:00" && history.last?.4 == true)
+            #expect(history.allSatisfy { $0.2 == "PATIENT" && $0.3 == "patient-123" })
+            let prnRows = try owner.query(
+                """
+                SELECT "quantity", "idempotencyKey" FROM public."PrnDoseRecord" WHERE "patientId" = 'patient-123'
+                """
+            ).map { try $0.decode((Int, String).self) }
+            #expect(prnRows.count == 1 && prnRows.first?.0 == 2)
+
+            // One push per recording, to the caregiver's device, carrying the app's patient id.
+            let pushed = try fake.messages(to: [device])
+            #expect(pushed.count == 3)
+            #expect(pushed.allSatisfy { $0["message"]?["data"]?["patientId"] == .string("patient-123") })
+
+            // The app unlinks the caregiver: their next recording is refused, with no copy step.
+            values["MEDICATION_ID"] = home.other
+            values["SCHEDULED_AT"] = TokyoDay.instant(dayBefore, "08:00")
+            values["TAKEN_AT"] = TokyoDay.instant(dayBefore, "08:05")
+            try owner.query(
+                """
+                UPDATE public."CaregiverPatientLink" SET "revokedAt" = now() AT TIME ZONE 'UTC'
+                WHERE "caregiverId" = \(home.caregiver)
+                """)
+            #expect(try run("dose-record", "caregiver").response?.statusCode == 404)
+            // The app links a new caregiver and creates a new household: both work at once.
+            let newcomer = UUID()
+            try owner.query(
+                """
+                INSERT INTO public."CaregiverPatientLink" ("id", "caregiverId", "patientId")
+                VALUES ('link-newcomer', \(newcomer), 'patient-123')
+                """)
+            values["CAREGIVER_TOKEN"] = try caregiverToken(newcomer)
+            let byNewcomer = try run("dose-record", "caregiver")
+            #expect(byNewcomer.body?["updatedCount"] == .number(1), "\(byNewcomer.stderr)")
+            #expect(
+                try owner.query(
+                    """
+                    SELECT "recordedByRole"::text, "recordedById" FROM public."DoseRecord"
+                    WHERE "medicationId" = \(home.other)
+                    """
+                ).single?.decode((String, String).self) == ("CAREGIVER", newcomer.uuidString.lowercased()))
+            let second = try Self.seed(owner, patient: "clx9f3k2a0000qz8h1b2c3d4e", caregiver: UUID())
+            values["PATIENT_TOKEN"] = second.session
+            values["MEDICATION_ID"] = second.scheduled
+            #expect(try run("dose-record", "patient").body?["record"]?["patientId"] == .string(second.patient))
+            try Self.checkLeastPrivilege(owner, caregiver: home.caregiver)
+        }
+    }
+
+    /// Least privilege with the app's tables: the runtime role reaches only the contract's columns of the views and
+    /// nothing of the app's tables; exposed by mistake, nothing of the schema reaches the Data API's roles.
+    static func checkLeastPrivilege(_ owner: PostgresConnection, caregiver: UUID) throws {
+        let role = Migrator.runtimeRole
+        func allowed(_ check: String) throws -> Bool {
+            try owner.query(PostgresQuery(unsafeSQL: "SELECT \(check)"))[0].decode(Bool.self, at: 0)
+        }
+        for table in ["Patient", "CaregiverPatientLink", "PatientSession", "Medication", "DoseRecord"] {
+            #expect(try !allowed("has_table_privilege('\(role)', 'public.\"\(table)\"', 'SELECT,INSERT,UPDATE')"))
+        }
+        let view = "caregiver_push.dose_records"
+        #expect(try allowed("has_column_privilege('\(role)', '\(view)', 'taken_at', 'INSERT')"))
+        #expect(try !allowed("has_column_privilege('\(role)', '\(view)', 'updated_at', 'SELECT')"))
+        #expect(try !allowed("has_table_privilege('\(role)', '\(view)', 'UPDATE,DELETE,TRUNCATE')"))
+        #expect(try !allowed("has_table_privilege('\(role)', 'caregiver_push.patients', 'INSERT')"))
+        // The medication's name is not in the view at all.
+        #expect(
+            try !allowed(
+                """
+                EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'caregiver_push'
+                        AND table_name = 'medications' AND column_name = 'name')
+                """))
+        // A key set row too (the HS256 configuration never fetches one), so that no relation is empty.
+        try owner.query(
+            """
+            INSERT INTO caregiver_push.jwks_cache (url, attempted_at) VALUES ('https://example.invalid/jwks', now())
+            ON CONFLICT DO NOTHING
+            """)
+        try SupabaseProject.exposeSchemaByMistake(owner, schema: "caregiver_push")
+        let exposed = try Probe.run(
+            owner, schema: "caregiver_push", relations: ProjectSchema.relations, caregiver: caregiver)
+        print(Probe.report("bring your own tables, the schema exposed by mistake", exposed))
+        #expect(exposed.isEmpty)
+        // The app's own tables keep their own row level security.
+        #expect(try allowed("(SELECT relrowsecurity FROM pg_class WHERE oid = 'public.\"DoseRecord\"'::regclass)"))
+    }
+
+    /// Each way a mapping can break the contract, and the message that names it.
+    static let brokenMappings: [(name: String, edit: (String) -> String, appSQL: String?, expected: String)] = [
+        (
+            "a missing relation",
+            { $0.replacingOccurrences(of: "CREATE VIEW medication_schedule_times", with: "CREATE VIEW unused_times") },
+            nil, "caregiver_push.medication_schedule_times is missing"
+        ),
+        (
+            "a missing column",
+            { $0.replacingOccurrences(of: ",\n           \"revokedAt\" AS revoked_at", with: "") },
+            nil, "caregiver_push.patient_sessions.revoked_at is missing"
+        ),
+        (
+            "a wrong type",
+            { $0.replacingOccurrences(of: "\"displayName\" AS display_name", with: "\"birthYear\" AS display_name") },
+            nil, "caregiver_push.patients.display_name is integer; the contract wants text"
+        ),
+        (
+            "a non-updatable target",
+            {
+                $0.replacingOccurrences(
+                    of: "\"takenAt\" AS taken_at, \"recordedByRole\"",
+                    with: "\"takenAt\" + interval '0' AS taken_at, \"recordedByRole\"")
+            },
+            nil, "caregiver_push.dose_records.taken_at cannot be inserted into"
+        ),
+        (
+            "a key without its unique index", { $0 },
+            "DROP INDEX public.\"DoseRecord_patientId_medicationId_scheduledAt_key\"",
+            "caregiver_push.dose_records: no unique index on (patient_id, medication_id, scheduled_at)"
+        ),
+        (
+            "a look-up without its index", { $0 }, "DROP INDEX public.\"PatientSession_tokenHash_key\"",
+            "caregiver_push.patient_sessions: no index serves a look-up by (token_hash)"
+        ),
+    ]
+
+    @Test("a broken mapping is refused with a message naming it, and nothing is applied", arguments: 0..<6)
+    func brokenMappingRefused(index: Int) throws {
+        let broken = Self.brokenMappings[index]
+        try Self.withApp { _, owner in
+            try Self.migrate(owner, mapping: nil)
+            if let appSQL = broken.appSQL { try owner.query(PostgresQuery(unsafeSQL: appSQL)) }
+            var message = ""
+            do {
+                try Self.migrate(owner, mapping: broken.edit(try Self.mapping))
+            } catch {
+                message = "\(error)"
+            }
+            print("\(broken.name): \(message)")
+            #expect(message.contains(broken.expected), "\(broken.name): \(message)")
+            // Nothing half-applied: the functions' own household tables are still there, and no mapping recorded.
+            let kinds = try owner.query(
+                """
+                SELECT relkind::text FROM pg_class WHERE relnamespace = 'caregiver_push'::regnamespace
+                  AND relname IN ('patients', 'dose_records', 'medication_schedule_times')
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+            #expect(kinds == ["r", "r", "r"])
+            #expect(
+                try owner.query("SELECT to_regclass('caregiver_push.app_mapping') IS NULL")[0].decode(Bool.self, at: 0))
+        }
+    }
+
+    @Test("a mapping never drops a household table of the functions' own that holds rows")
+    func mappingKeepsRows() throws {
+        try Self.withApp { _, owner in
+            try Self.migrate(owner, mapping: nil)
+            _ = try Seed.patient(owner)
+            var message = ""
+            do { try Self.migrate(owner, mapping: try Self.mapping) } catch { message = "\(error)" }
+            #expect(message.contains("caregiver_push.patients holds rows"), "\(message)")
+            #expect(try owner.query("SELECT count(*) FROM caregiver_push.patients")[0].decode(Int.self, at: 0) == 1)
+        }
+    }
+}
