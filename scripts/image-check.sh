@@ -136,8 +136,9 @@ print(re.search(r"command: \[(.*)\]", text).group(1))')
 eval "migrate=($(echo "$job_command" | tr -d ','))"
 in_image env -i "${image_env[@]}" "DATABASE_URL=$DATABASE_URL" "${migrate[@]}" >"$work/migrate.out" 2>&1 \
     || { cat "$work/migrate.out" >&2; echo "image check: the migration Job's command failed" >&2; exit 1; }
-# The operator's one step after the first migration: the runtime role may log in (this throwaway cluster trusts
-# loopback connections; a deployment sets a password).
+# The runtime role may log in. A deployed Job does this itself from the runtime Secret's database-url, mounted as
+# RUNTIME_DATABASE_URL_FILE (RuntimeLoginTests drives that against a cluster that asks for passwords); this throwaway
+# cluster trusts loopback connections, so LOGIN alone.
 "$psql" -q -v ON_ERROR_STOP=1 "$DATABASE_URL" -c 'ALTER ROLE caregiver_push_runtime LOGIN'
 
 # The server: the image's entrypoint.

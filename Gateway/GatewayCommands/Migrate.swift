@@ -15,7 +15,9 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
             discussion: """
                 Environment: DATABASE_URL (a libpq URL; `make dev`'s is \
                 `PG_PASSWORD_FILE=.data/postgres.password scripts/pg.sh url 25432`). On AWS the db-migrate function does the same \
-                at deploy time (docs/deploy.md).
+                at deploy time (docs/deploy.md). RUNTIME_DATABASE_URL_FILE, when set: a file holding the runtime role's \
+                connection string (the functions' DATABASE_URL); after migrating, caregiver_push_runtime gets its login \
+                with that password (sent as a SCRAM verifier, never as clear text).
                 """)
     }
 
@@ -46,6 +48,7 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
         guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
             throw ValidationError("DATABASE_URL is not set")
         }
+        let login = try runtimeLogin()
         let mapping = try appMapping.map { try String(contentsOf: URL(fileURLWithPath: $0), encoding: .utf8) }
         let migrator = try Migrator(directory: URL(fileURLWithPath: migrations), appMapping: mapping)
         let connection: PostgresConnection
@@ -61,5 +64,22 @@ package struct Migrate<Root: ParsableCommand>: ParsableCommand {
         connection.transactionSettings = Self.bounds
         let applied = try migrator.migrate(connection, logger: logger)
         logger.info("migrations up to date", metadata: ["migration.applied": .stringConvertible(applied.count)])
+        try login?.apply(on: connection, logger: logger)
+    }
+
+    /// The Knative Job's (`RUNTIME_DATABASE_URL_FILE`, the runtime Secret's `database-url` mounted as a file); `nil`
+    /// when the variable is not set. Read before anything is applied.
+    private func runtimeLogin() throws -> RuntimeLogin? {
+        guard let path = ProcessInfo.processInfo.environment["RUNTIME_DATABASE_URL_FILE"], !path.isEmpty else {
+            return nil
+        }
+        guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ValidationError("RUNTIME_DATABASE_URL_FILE names a file that cannot be read")
+        }
+        do {
+            return try RuntimeLogin(runtimeConnection: contents.trimmingCharacters(in: .whitespacesAndNewlines))
+        } catch {
+            throw ValidationError("RUNTIME_DATABASE_URL_FILE: \(error)")
+        }
     }
 }

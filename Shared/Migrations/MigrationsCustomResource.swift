@@ -231,6 +231,15 @@ public struct MigrationsCustomResource: InvocationHandling {
                 metadata: ["config.variable": "DATABASE_URL", "config.reason": "is not set"])
             return (response, [])
         }
+        // The runtime role's login (RuntimeLogin), checked before anything is applied.
+        let login: RuntimeLogin?
+        do {
+            login = try RuntimeLogin(configuration: configuration)
+        } catch {
+            response.reason = "The runtime role's login cannot be given: \(error); no migration was applied.\(seeLog)"
+            logger.error("function is misconfigured", metadata: ["config.reason": .string(error.description)])
+            return (response, [])
+        }
         let migrator: Migrator
         do {
             migrator = try Migrator(directory: migrationsDirectory)
@@ -254,6 +263,19 @@ public struct MigrationsCustomResource: InvocationHandling {
         defer { connection.close() }
         do {
             let applied = try migrate(migrator, on: connection, until: workUntil, logger: logger)
+            if let login {
+                do {
+                    try login.apply(on: connection, logger: logger)
+                } catch {
+                    let state = (error as? PostgresError)?.sqlState.map { " (SQLSTATE \($0.rawValue))" } ?? ""
+                    response.reason =
+                        "The migrations are applied, but \(login.role) could not be given its login\(state).\(seeLog)"
+                    logger.error(
+                        "runtime role login not given",
+                        metadata: ["error": .string((error as? PostgresError)?.debugDescription ?? "\(error)")])
+                    return (response, applied)
+                }
+            }
             response.status = "SUCCESS"
             response.reason =
                 applied.isEmpty ? "The database was up to date." : "Applied \(applied.joined(separator: ", "))."

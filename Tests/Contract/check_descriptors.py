@@ -67,7 +67,13 @@ SECRET_ARNS = {
     "DATABASE_SECRET_ARN": ("DATABASE_URL", "DatabaseSecretArn"),
     "SUPABASE_JWT_SECRET_ARN": ("SUPABASE_JWT_SECRET", "SupabaseJwtSecretArn"),
     "FCM_SERVICE_ACCOUNT_SECRET_ARN": ("FCM_SERVICE_ACCOUNT_JSON", "FcmServiceAccountSecretArn"),
+    # db-migrate only: the runtime role's secret (the functions' DatabaseSecretArn), whose password becomes the role's
+    # login right after migrating, before any function takes traffic (docs/deploy.md#roles).
+    "RUNTIME_DATABASE_SECRET_ARN": ("RUNTIME_DATABASE_URL", "DatabaseSecretArn"),
 }
+# Read by the migrator alone: never a Service or CronJob setting. On Knative the Job reads the runtime connection from
+# a file (RUNTIME_DATABASE_URL_FILE, gateway migrate), the runtime Secret's database-url key mounted alone.
+MIGRATOR_ONLY = {"RUNTIME_DATABASE_SECRET_ARN", "RUNTIME_DATABASE_URL"}
 # The two database connections (docs/deploy.md#roles): db-migrate connects as the schema's owner, every other
 # function as the runtime role; neither may read the other's secret.
 MIGRATOR_DATABASE_PARAMETER = "MigratorDatabaseSecretArn"
@@ -92,6 +98,7 @@ CODE_FILES = [
     "Shared/FunctionRuntime/Logging/LogFormat.swift",
     "Shared/FunctionRuntime/Secrets/SecretsExtension.swift",
     "Shared/Migrations/MigrationsCustomResource.swift",
+    "Shared/Migrations/RuntimeLogin.swift",
     "Shared/Curl/TrustStore.swift",
 ]
 
@@ -164,6 +171,8 @@ def main():
             supplied, parameter = SECRET_ARNS[variable]
             users = [n for n, (_, p) in functions.items() if variable in p.get("Environment", {}).get("Variables", {})]
             check(users, f"no SAM function gets {variable}")
+            if variable in MIGRATOR_ONLY:
+                check(users == ["db-migrate"], f"{variable} goes to {users}, not db-migrate alone")
             for name in users:
                 value = functions[name][1]["Environment"]["Variables"][variable]
                 expected = secret_parameter(name, variable)
@@ -298,6 +307,9 @@ def main():
     for variable, default in sorted(variables.items()):
         if variable in FIXED or variable in SECRET_ARNS or variable in LAMBDA_ONLY:
             continue
+        if variable in MIGRATOR_ONLY:
+            check(variable not in knative_env, f"infra/knative/service.yaml sets {variable}, the migrator's alone")
+            continue
         check(variable in knative_env, f"infra/knative/service.yaml cannot set {variable}")
         entry = knative_env.get(variable, {})
         if "value" in entry and default and variable not in ("METRICS_NAMESPACE", "LOG_LEVEL"):
@@ -335,6 +347,7 @@ def main():
           "the migration Job's database secret is the Service's or the sweep's")
     check(owner_secret not in secret_names(spec) | secret_names(cron_pod),
           f"the Service or the sweep names the migrator's Secret {owner_secret}")
+    check_runtime_login(job_pod, spec, cron_pod, database_secret(spec), functions, sam["Resources"])
     sweep = next(f for f in table if f["name"] == "push-sweep")
     cron_job = cron["spec"]["jobTemplate"]["spec"]
     check(cron_job["activeDeadlineSeconds"] == sweep["timeoutSeconds"], "the CronJob's deadline is not push-sweep's")
@@ -396,6 +409,47 @@ def main():
 
 
 SECRET_ARNS_SUPPLIED = {supplied for supplied, _ in SECRET_ARNS.values()}
+
+
+def check_runtime_login(job_pod, service_pod, cron_pod, runtime_secret, functions, resources):
+    """The runtime role gets its login before traffic, on both paths (docs/deploy.md#roles), from the one runtime
+    secret the functions use, and the migrator sees nothing of that secret but its connection string."""
+    # AWS: db-migrate reads the functions' own database secret as RUNTIME_DATABASE_SECRET_ARN; the custom resource it
+    # serves is what every other function DependsOn (check_routes.py), so none runs before the login.
+    migrate_env = functions.get("db-migrate", (None, {}))[1].get("Environment", {}).get("Variables", {})
+    runtime_refs = {ref(p.get("Environment", {}).get("Variables", {}).get("DATABASE_SECRET_ARN"))
+                    for n, (_, p) in functions.items() if n != "db-migrate"}
+    check(runtime_refs == {ref(migrate_env.get("RUNTIME_DATABASE_SECRET_ARN"))},
+          f"db-migrate's RUNTIME_DATABASE_SECRET_ARN is not the functions' database secret {sorted(runtime_refs)}: "
+          "the runtime role would get no login, or another password, before traffic")
+    served = [name for name, r in resources.items() if r.get("Type") == "Custom::DatabaseMigrations"
+              and "DbMigrateFunction" in json.dumps(r.get("Properties", {}).get("ServiceToken"), default=str)]
+    check(served == ["DatabaseMigrations"], f"the migrations custom resource served by db-migrate is {served}")
+    # Knative: the Job's RUNTIME_DATABASE_URL_FILE is the runtime Secret's database-url key, mounted alone.
+    container = job_pod["containers"][0]
+    env = {e["name"]: e for e in container.get("env", [])}
+    path = env.get("RUNTIME_DATABASE_URL_FILE", {}).get("value", "")
+    check(path, "the migration Job has no RUNTIME_DATABASE_URL_FILE: the runtime role never gets its login")
+    volumes = {v["name"]: v for v in job_pod.get("volumes", [])}
+    sources = []
+    for mount in container.get("volumeMounts", []):
+        secret = volumes.get(mount["name"], {}).get("secret")
+        if secret and secret.get("secretName") == runtime_secret:
+            items = secret.get("items")
+            check(items is not None and [i["key"] for i in items] == ["database-url"],
+                  f"the migration Job mounts {runtime_secret}'s keys {items}, not its database-url alone")
+            check(not secret.get("optional"), f"the Job's {runtime_secret} volume is optional: a missing login "
+                                              "would only show as the Service's 503s")
+            sources += [mount["mountPath"].rstrip("/") + "/" + i["path"] for i in items or []]
+    check(path in sources, f"RUNTIME_DATABASE_URL_FILE={path!r} is not {runtime_secret}'s database-url mounted in "
+                           f"the Job ({sources})")
+    check(not any(e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == runtime_secret
+                  for e in container.get("env", [])),
+          f"the migration Job takes a key of {runtime_secret} into its environment")
+    for what, pod in [("Service", service_pod), ("CronJob", cron_pod)]:
+        names = {e["name"] for c in pod["containers"] for e in c.get("env", [])}
+        check(not names & (MIGRATOR_ONLY | {"RUNTIME_DATABASE_URL_FILE"}),
+              f"the {what} sets {sorted(names & (MIGRATOR_ONLY | {'RUNTIME_DATABASE_URL_FILE'}))}")
 
 
 def pattern_accepts(parameter, value):

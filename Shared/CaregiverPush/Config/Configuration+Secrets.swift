@@ -11,6 +11,7 @@ import FunctionRuntime
 /// | `DATABASE_SECRET_ARN`             | `DATABASE_URL`             | a URL, or JSON: `username`, `password`, `host`    |
 /// | `SUPABASE_JWT_SECRET_ARN`         | `SUPABASE_JWT_SECRET`      | the HS256 secret                                  |
 /// | `FCM_SERVICE_ACCOUNT_SECRET_ARN`  | `FCM_SERVICE_ACCOUNT_JSON` | the key file's JSON, or its base64                |
+/// | `RUNTIME_DATABASE_SECRET_ARN`     | `RUNTIME_DATABASE_URL`     | as `DATABASE_SECRET_ARN` (`db-migrate` only)      |
 ///
 /// When an ARN variable is set it wins over the plain variable it supplies. Plain variables stay the way for the
 /// runner, Knative and the tests.
@@ -20,6 +21,8 @@ extension Configuration {
         ("DATABASE_SECRET_ARN", "DATABASE_URL"),
         ("SUPABASE_JWT_SECRET_ARN", "SUPABASE_JWT_SECRET"),
         ("FCM_SERVICE_ACCOUNT_SECRET_ARN", "FCM_SERVICE_ACCOUNT_JSON"),
+        // db-migrate only: the runtime role's secret, whose password becomes the role's login (RuntimeLogin).
+        ("RUNTIME_DATABASE_SECRET_ARN", "RUNTIME_DATABASE_URL"),
     ]
 
     /// Whether `environment` names any secret to read at run time.
@@ -48,7 +51,7 @@ extension Configuration {
                 value = text.trimmingWhitespaceAndNewlines()
             }
             switch supplied {
-            case "DATABASE_URL":
+            case "DATABASE_URL", "RUNTIME_DATABASE_URL":
                 guard let url = databaseURL(fromSecret: value) else {
                     errors.append(
                         ConfigurationError(

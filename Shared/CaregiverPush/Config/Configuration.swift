@@ -16,6 +16,9 @@ public struct Configuration: Sendable {
     }
 
     public var databaseURL: String?
+    /// `RUNTIME_DATABASE_URL` (on Lambda from `RUNTIME_DATABASE_SECRET_ARN`): `db-migrate` only — the runtime role's
+    /// connection, whose password the migrator gives `caregiver_push_runtime` as its login (docs/deploy.md#roles).
+    public var runtimeDatabaseURL: String?
     /// `SUPABASE_JWT_SECRET`: HS256 secret, used as its UTF-8 bytes (as Supabase does).
     public var jwtSecret: String?
     /// `SUPABASE_JWKS`, with a `@/path` reference already read.
@@ -68,6 +71,7 @@ public struct Configuration: Sendable {
         }
         errors = []
         databaseURL = value("DATABASE_URL")
+        runtimeDatabaseURL = value("RUNTIME_DATABASE_URL")
         jwtSecret = value("SUPABASE_JWT_SECRET")
         if let secret = jwtSecret, secret.utf8.count < 32 {
             // A short HMAC secret can be brute-forced from one token; Supabase's are at least 32 characters.
