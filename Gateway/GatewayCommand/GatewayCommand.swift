@@ -2,13 +2,14 @@ import GatewayCommands
 import ArgumentParser
 
 /// The production host the container image ships: `gateway serve` (the functions over HTTP, cold or warm, with the
-/// edge's limits and the schedules) and `gateway migrate`. Nothing of the developer's tools (`runner`) is in it.
+/// edge's limits and the schedules), `gateway migrate`, and `gateway households` (households for a team with no app
+/// backend). Nothing of the developer's tools (`runner`) is in it.
 @main
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gateway",
         abstract: "Serve the caregiver-push functions over HTTP, the way API Gateway and Lambda run them.",
-        subcommands: [Serve.self, Migrate<GatewayCommand>.self]
+        subcommands: [Serve.self, Migrate<GatewayCommand>.self, Households<GatewayCommand>.self]
     )
 }
 
