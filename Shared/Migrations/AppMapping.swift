@@ -14,8 +14,8 @@ struct AppMapping {
     let contract: DataContract
     let sql: String
 
-    /// Replaces the household relations with the mapping's views, when the mapping is new or changed; then gives the
-    /// runtime role exactly the contract's columns of them, and the outbox's patient id the type of the app's.
+    /// Replaces the household relations with the mapping's views, when the mapping is new or changed, and gives the
+    /// outbox's patient id the type of the app's. The grants (``grantContractColumns(_:)``) follow the contract check.
     ///
     /// A household relation that is still the functions' own table is dropped only while it is empty: the mapping
     /// must never lose a row. An unchanged mapping (its SHA-256 is stored) is not applied again, so a deploy that
@@ -49,7 +49,6 @@ struct AppMapping {
                 """)
         }
         try alignOutboxPatientID(connection)
-        try grantContractColumns(connection)
     }
 
     /// Drops each household relation (the functions' empty table, or the last mapping's view) so that the mapping
@@ -101,7 +100,7 @@ struct AppMapping {
 
     /// The runtime role reaches the mapped relations only through the contract's columns: `SELECT` on those it
     /// reads, `INSERT` on those it writes; nothing else of the views, and nothing of the app's tables themselves.
-    private func grantContractColumns(_ connection: PostgresConnection) throws {
+    func grantContractColumns(_ connection: PostgresConnection) throws {
         let role = Migrator.runtimeRole
         for relation in contract.appRelations {
             let name = "caregiver_push.\(relation.name)"

@@ -96,7 +96,7 @@ public struct DataContract: Decodable, Sendable {
             }
             guard usable else { continue }
             for key in relation.conflictKeys ?? [] {
-                if let problem = try conflictKeyProblem(connection, relation: relation, key: key, types: columns) {
+                if let problem = try conflictKeyProblem(connection, relation: relation, key: key) {
                     found.append("\(qualified): \(problem)")
                 }
             }
@@ -110,16 +110,17 @@ public struct DataContract: Decodable, Sendable {
         return found
     }
 
-    /// Each relation of the schema with its columns' base types (a domain counts as its base type).
+    /// Each relation of the schema with its columns' base types (a domain counts as its base type, any enum as `enum`).
     private func columnTypes(_ connection: PostgresConnection) throws -> [String: [String: String]] {
         var types: [String: [String: String]] = [:]
         let rows = try connection.query(
             """
             SELECT c.relname::text, a.attname::text,
-                   format_type(CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE a.atttypid END, NULL)
+                   CASE WHEN b.typtype = 'e' THEN 'enum' ELSE format_type(b.oid, NULL) END
             FROM pg_catalog.pg_class c
             JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
             JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+            JOIN pg_catalog.pg_type b ON b.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
             WHERE c.relnamespace = \(schema)::regnamespace AND c.relkind IN ('r', 'p', 'v')
             """)
         for row in rows {
@@ -160,10 +161,10 @@ public struct DataContract: Decodable, Sendable {
     /// arbiter index without running anything (`EXPLAIN`), under a savepoint so that a refusal leaves the
     /// transaction usable.
     private func conflictKeyProblem(
-        _ connection: PostgresConnection, relation: Relation, key: [String], types: [String: String]
+        _ connection: PostgresConnection, relation: Relation, key: [String]
     ) throws -> String? {
         let inserted = relation.insertedColumns
-        let nulls = inserted.map { "NULL::\(types[$0] ?? "text")" }.joined(separator: ", ")
+        let nulls = inserted.map { _ in "NULL" }.joined(separator: ", ")
         let sql = """
             EXPLAIN INSERT INTO \(schema).\(relation.name) (\(inserted.joined(separator: ", ")))
             VALUES (\(nulls)) ON CONFLICT (\(key.joined(separator: ", "))) DO NOTHING
@@ -175,6 +176,10 @@ public struct DataContract: Decodable, Sendable {
             return nil
         } catch {
             try connection.query("ROLLBACK TO SAVEPOINT data_contract")
+            guard error.sqlState?.rawValue == "42P10" else {
+                return "an INSERT … ON CONFLICT (\(key.joined(separator: ", "))) is refused: "
+                    + (error.serverMessage ?? "\(error)")
+            }
             return "no unique index on (\(key.joined(separator: ", "))), which recording relies on to record a dose "
                 + "once: give the app's table a unique index on the columns these map to"
         }

@@ -100,11 +100,11 @@ public struct Migrator: Sendable {
                 newlyApplied.append(migration.version)
             }
             if let contract {
-                if let appMapping {
-                    try AppMapping(contract: contract, sql: appMapping).apply(connection, logger: logger)
-                }
+                let mapping = appMapping.map { AppMapping(contract: contract, sql: $0) }
+                try mapping?.apply(connection, logger: logger)
                 let violations = try contract.violations(connection)
                 guard violations.isEmpty else { throw MigrationError.contractViolated(violations) }
+                try mapping?.grantContractColumns(connection)
             }
             try connection.executeScript(PostgresQuery(unsafeSQL: Self.lockdown))
             return newlyApplied

@@ -162,13 +162,13 @@ struct AppTablesTests {
             values["CAREGIVER_TOKEN"] = try caregiverToken(newcomer)
             let byNewcomer = try run("dose-record", "caregiver")
             #expect(byNewcomer.body?["updatedCount"] == .number(1), "\(byNewcomer.stderr)")
-            #expect(
-                try owner.query(
-                    """
-                    SELECT "recordedByRole"::text, "recordedById" FROM public."DoseRecord"
-                    WHERE "medicationId" = \(home.other)
-                    """
-                ).single?.decode((String, String).self) == ("CAREGIVER", newcomer.uuidString.lowercased()))
+            let recorder = try owner.query(
+                """
+                SELECT "recordedByRole"::text, "recordedById" FROM public."DoseRecord"
+                WHERE "medicationId" = \(home.other)
+                """
+            ).single?.decode((String, String).self)
+            #expect(recorder?.0 == "CAREGIVER" && recorder?.1 == newcomer.uuidString.lowercased())
             let second = try Self.seed(owner, patient: "clx9f3k2a0000qz8h1b2c3d4e", caregiver: UUID())
             values["PATIENT_TOKEN"] = second.session
             values["MEDICATION_ID"] = second.scheduled
@@ -215,41 +215,48 @@ struct AppTablesTests {
     }
 
     /// Each way a mapping can break the contract, and the message that names it.
-    static let brokenMappings: [(name: String, edit: (String) -> String, appSQL: String?, expected: String)] = [
-        (
-            "a missing relation",
-            { $0.replacingOccurrences(of: "CREATE VIEW medication_schedule_times", with: "CREATE VIEW unused_times") },
-            nil, "caregiver_push.medication_schedule_times is missing"
-        ),
-        (
-            "a missing column",
-            { $0.replacingOccurrences(of: ",\n           \"revokedAt\" AS revoked_at", with: "") },
-            nil, "caregiver_push.patient_sessions.revoked_at is missing"
-        ),
-        (
-            "a wrong type",
-            { $0.replacingOccurrences(of: "\"displayName\" AS display_name", with: "\"birthYear\" AS display_name") },
-            nil, "caregiver_push.patients.display_name is integer; the contract wants text"
-        ),
-        (
-            "a non-updatable target",
-            {
-                $0.replacingOccurrences(
-                    of: "\"takenAt\" AS taken_at, \"recordedByRole\"",
-                    with: "\"takenAt\" + interval '0' AS taken_at, \"recordedByRole\"")
-            },
-            nil, "caregiver_push.dose_records.taken_at cannot be inserted into"
-        ),
-        (
-            "a key without its unique index", { $0 },
-            "DROP INDEX public.\"DoseRecord_patientId_medicationId_scheduledAt_key\"",
-            "caregiver_push.dose_records: no unique index on (patient_id, medication_id, scheduled_at)"
-        ),
-        (
-            "a look-up without its index", { $0 }, "DROP INDEX public.\"PatientSession_tokenHash_key\"",
-            "caregiver_push.patient_sessions: no index serves a look-up by (token_hash)"
-        ),
-    ]
+    static let brokenMappings: [(name: String, edit: @Sendable (String) -> String, appSQL: String?, expected: String)] =
+        [
+            (
+                "a missing relation",
+                {
+                    $0.replacingOccurrences(
+                        of: "CREATE VIEW medication_schedule_times", with: "CREATE VIEW unused_times")
+                },
+                nil, "caregiver_push.medication_schedule_times is missing"
+            ),
+            (
+                "a missing column",
+                { $0.replacingOccurrences(of: ",\n           \"revokedAt\" AS revoked_at", with: "") },
+                nil, "caregiver_push.patient_sessions.revoked_at is missing"
+            ),
+            (
+                "a wrong type",
+                {
+                    $0.replacingOccurrences(
+                        of: "\"displayName\" AS display_name", with: "\"birthYear\" AS display_name")
+                },
+                nil, "caregiver_push.patients.display_name is integer; the contract wants text"
+            ),
+            (
+                "a non-updatable target",
+                {
+                    $0.replacingOccurrences(
+                        of: "\"takenAt\" AS taken_at, \"recordedByRole\"",
+                        with: "\"takenAt\" + interval '0' AS taken_at, \"recordedByRole\"")
+                },
+                nil, "caregiver_push.dose_records.taken_at cannot be inserted into"
+            ),
+            (
+                "a key without its unique index", { $0 },
+                "DROP INDEX public.\"DoseRecord_patientId_medicationId_scheduledAt_key\"",
+                "caregiver_push.dose_records: no unique index on (patient_id, medication_id, scheduled_at)"
+            ),
+            (
+                "a look-up without its index", { $0 }, "DROP INDEX public.\"PatientSession_tokenHash_key\"",
+                "caregiver_push.patient_sessions: no index serves a look-up by (token_hash)"
+            ),
+        ]
 
     @Test("a broken mapping is refused with a message naming it, and nothing is applied", arguments: 0..<6)
     func brokenMappingRefused(index: Int) throws {
