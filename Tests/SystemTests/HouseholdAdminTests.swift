@@ -492,7 +492,7 @@ struct HouseholdAdminTests {
                 VALUES (\(household.patient), \(household.morning), \(takenAt), \(takenAt), 'PATIENT', \(household.patient))
                 """)
             let event = DoseTakenEvent(
-                patientID: household.patient, date: TokyoClock.dateString(of: takenAt), slot: .morning,
+                patientID: AppID(household.patient), date: TokyoClock.dateString(of: takenAt), slot: .morning,
                 recordingGroupID: nil, takenAt: takenAt, withinTime: true, actingCaregiverID: nil)
             #expect(
                 try PushOutbox.enqueue(event, source: .doseRecord, environment: .development, connection: recording)
