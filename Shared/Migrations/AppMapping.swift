@@ -10,9 +10,19 @@ import Logging
 ///
 /// Applied by the migrator in its transaction, after the migrations and before the contract check: a mapping that
 /// breaks the contract is rolled back with everything else of the run.
+///
+/// A view runs with its owner's rights, so Postgres's row level security on the app's tables does not hold for a
+/// reader of the view. The migrator therefore moves each of the operator's views into the schema
+/// `caregiver_push_app` (granted to no one) and puts in its place, in `caregiver_push`, a guarded view over it: a
+/// security barrier whose rows exist only for the runtime role and the schema's owner, with a check option refusing
+/// any other role's insert. Exposed to the Data API by mistake, the schema then shows `anon` and `authenticated`
+/// nothing of the app's households and lets them write nothing.
 struct AppMapping {
     let contract: DataContract
     let sql: String
+
+    /// Where the operator's own views are kept, behind the guarded views of `caregiver_push`.
+    static let mappingSchema = "caregiver_push_app"
 
     /// Replaces the household relations with the mapping's views, when the mapping is new or changed, and gives the
     /// outbox's patient id the type of the app's. The grants (``grantContractColumns(_:)``) follow the contract check.
@@ -35,6 +45,9 @@ struct AppMapping {
                AND (SELECT count(*) FROM pg_catalog.pg_class
                     WHERE relnamespace = 'caregiver_push'::regnamespace AND relkind = 'v'
                       AND relname = ANY (\("{" + relations.joined(separator: ",") + "}")::text[])) = \(relations.count)
+               AND (SELECT count(*) FROM pg_catalog.pg_class
+                    WHERE relnamespace = to_regnamespace(\(Self.mappingSchema)) AND relkind = 'v'
+                      AND relname = ANY (\("{" + relations.joined(separator: ",") + "}")::text[])) = \(relations.count)
             """
         )[0].decode(Bool.self, at: 0)
         if !unchanged {
@@ -42,6 +55,7 @@ struct AppMapping {
                 "applying the app mapping", metadata: ["migration.relations": .stringConvertible(relations.count)])
             try replaceRelations(connection, relations: relations)
             try connection.executeScript(PostgresQuery(unsafeSQL: sql))
+            try guardViews(connection, relations: relations)
             try connection.query(
                 """
                 INSERT INTO caregiver_push.app_mapping (sha256) VALUES (sha256(convert_to(\(sql), 'UTF8')))
@@ -51,10 +65,18 @@ struct AppMapping {
         try alignOutboxPatientID(connection)
     }
 
-    /// Drops each household relation (the functions' empty table, or the last mapping's view) so that the mapping
+    /// Drops each household relation (the functions' empty table, or the last mapping's views) so that the mapping
     /// can create its own; `CASCADE` takes the outbox's foreign key to the functions' `patients` with it.
     private func replaceRelations(_ connection: PostgresConnection, relations: [String]) throws {
+        try connection.executeScript(
+            PostgresQuery(
+                unsafeSQL: """
+                    CREATE SCHEMA IF NOT EXISTS \(Self.mappingSchema);
+                    REVOKE ALL ON SCHEMA \(Self.mappingSchema) FROM PUBLIC
+                    """))
         for relation in relations.reversed() {
+            try connection.query(
+                PostgresQuery(unsafeSQL: "DROP VIEW IF EXISTS \(Self.mappingSchema).\(relation) CASCADE"))
             let kind = try connection.query(
                 """
                 SELECT relkind::text FROM pg_catalog.pg_class
@@ -72,6 +94,46 @@ struct AppMapping {
                 try connection.query(PostgresQuery(unsafeSQL: "DROP VIEW caregiver_push.\(relation) CASCADE"))
             default:
                 break
+            }
+        }
+    }
+
+    /// Moves each of the operator's views out of `caregiver_push` and guards it there (see the type's comment). A
+    /// relation the mapping left out, or made as something else than a view, is left for the contract check to name.
+    private func guardViews(_ connection: PostgresConnection, relations: [String]) throws {
+        let owner = try connection.query("SELECT quote_literal(current_user)")[0].decode(String.self, at: 0)
+        for relation in relations {
+            let isView = try connection.query(
+                """
+                SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class
+                               WHERE relnamespace = 'caregiver_push'::regnamespace AND relname = \(relation)
+                                 AND relkind = 'v')
+                """
+            )[0].decode(Bool.self, at: 0)
+            guard isView else { continue }
+            try connection.executeScript(
+                PostgresQuery(
+                    unsafeSQL: """
+                        ALTER VIEW caregiver_push.\(relation) SET SCHEMA \(Self.mappingSchema);
+                        CREATE VIEW caregiver_push.\(relation) WITH (security_barrier) AS
+                            SELECT * FROM \(Self.mappingSchema).\(relation)
+                            WHERE current_user IN ('\(Migrator.runtimeRole)', \(owner))
+                            WITH CASCADED CHECK OPTION
+                        """))
+            // What default privileges granted the operator's view at its creation, it keeps in its new schema.
+            let grantees = try connection.query(
+                """
+                SELECT DISTINCT CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END
+                FROM pg_catalog.pg_class c, aclexplode(c.relacl) a
+                WHERE c.oid = to_regclass(\("\(Self.mappingSchema).\(relation)")) AND a.grantee <> c.relowner
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+            if !grantees.isEmpty {
+                try connection.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            REVOKE ALL ON \(Self.mappingSchema).\(relation) FROM \(grantees.joined(separator: ", "))
+                            """))
             }
         }
     }

@@ -83,17 +83,14 @@ struct AppTablesTests {
     }
 
     @Test("doses, slots and PRNs recorded through the functions land in the app's tables and push with its ids")
-    func recordingsLandInTheAppsTables() {
-        // Two known gaps, open in issue 46 (docs/deploy.md#bring-your-own-tables): slot-bulk-record through the
-        // mapping does not record yet, and after a mistaken Data API exposure the views (which run as their owner)
-        // are readable by the API roles. Recorded as known issues, so that the test says when they are fixed.
-        withKnownIssue("slot-bulk-record through the mapping; the views after a mistaken exposure") {
-            try Self.recordingsLandInTheAppsTablesBody()
-        }
+    func recordingsLandInTheAppsTables() throws {
+        try Self.recordingsLandInTheAppsTablesBody()
     }
 
     static func recordingsLandInTheAppsTablesBody() throws {
         try Self.withApp { cluster, owner in
+            // As DataAPIExposureTests.newSupabaseProject: default privileges grant every new object to the API roles.
+            try SupabaseProject.grantNewTablesEverywhere(owner)
             try Self.migrate(owner, mapping: try Self.mapping)
             let home = try Self.seed(owner, patient: "patient-123", caregiver: UUID())
             let fake = try FCMFake()
@@ -182,18 +179,20 @@ struct AppTablesTests {
             values["PATIENT_TOKEN"] = second.session
             values["MEDICATION_ID"] = second.scheduled
             #expect(try run("dose-record", "patient").body?["record"]?["patientId"] == .string(second.patient))
-            try Self.checkLeastPrivilege(owner, caregiver: home.caregiver)
+            try Self.checkLeastPrivilege(cluster, owner, caregiver: home.caregiver)
         }
     }
 
-    /// Least privilege with the app's tables: the runtime role reaches only the contract's columns of the views and
-    /// nothing of the app's tables; exposed by mistake, nothing of the schema reaches the Data API's roles.
-    static func checkLeastPrivilege(_ owner: PostgresConnection, caregiver: UUID) throws {
+    /// Least privilege and the Data API's closure with the app's tables: last round's checks
+    /// (DataAPIExposureTests) in this mode. The runtime role reaches only the contract's columns of the views and
+    /// nothing of the app's tables; the API roles are granted nothing, and exposed by mistake, reach nothing.
+    static func checkLeastPrivilege(_ cluster: OwnDatabase, _ owner: PostgresConnection, caregiver: UUID) throws {
         let role = Migrator.runtimeRole
         func allowed(_ check: String) throws -> Bool {
             try owner.query(PostgresQuery(unsafeSQL: "SELECT \(check)"))[0].decode(Bool.self, at: 0)
         }
-        for table in ["Patient", "CaregiverPatientLink", "PatientSession", "Medication", "DoseRecord"] {
+        let appTables = ["Patient", "CaregiverPatientLink", "PatientSession", "Medication", "DoseRecord"]
+        for table in appTables {
             #expect(try !allowed("has_table_privilege('\(role)', 'public.\"\(table)\"', 'SELECT,INSERT,UPDATE')"))
         }
         let view = "caregiver_push.dose_records"
@@ -208,19 +207,36 @@ struct AppTablesTests {
                 EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'caregiver_push'
                         AND table_name = 'medications' AND column_name = 'name')
                 """))
+        try DataAPIExposureTests.runtimeRoleRefusals(
+            runtimeURL: cluster.runtimeURL, foreign: appTables.map { "public.\"\($0)\"" })
+        let findings = try DataAPIExposureTests.linterFindings(owner)
+        #expect(findings.isEmpty, "\(findings)")
         // A key set row too (the HS256 configuration never fetches one), so that no relation is empty.
         try owner.query(
             """
             INSERT INTO caregiver_push.jwks_cache (url, attempted_at) VALUES ('https://example.invalid/jwks', now())
             ON CONFLICT DO NOTHING
             """)
+        // Default privileges granted every view to the API roles; the migrator took each grant back, the operator's
+        // own views behind the guards included.
+        for schema in ["caregiver_push", "caregiver_push_app"] {
+            let granted = try SupabaseProject.grants(owner, schema: schema)
+            #expect(granted.isEmpty, "\(schema): \(granted)")
+        }
+        let closed = try Probe.run(
+            owner, schema: "caregiver_push", relations: ProjectSchema.relations, caregiver: caregiver)
+        print(Probe.report("bring your own tables, automatic grants on", closed))
+        #expect(closed.isEmpty)
         try SupabaseProject.exposeSchemaByMistake(owner, schema: "caregiver_push")
         let exposed = try Probe.run(
             owner, schema: "caregiver_push", relations: ProjectSchema.relations, caregiver: caregiver)
         print(Probe.report("bring your own tables, the schema exposed by mistake", exposed))
         #expect(exposed.isEmpty)
+        try DataAPIExposureTests.registerRefusesAPIRoles(cluster, owner, caregiver: caregiver)
         // The app's own tables keep their own row level security.
-        #expect(try allowed("(SELECT relrowsecurity FROM pg_class WHERE oid = 'public.\"DoseRecord\"'::regclass)"))
+        for table in appTables {
+            #expect(try allowed("(SELECT relrowsecurity FROM pg_class WHERE oid = 'public.\"\(table)\"'::regclass)"))
+        }
     }
 
     /// Each way a mapping can break the contract, and the message that names it.

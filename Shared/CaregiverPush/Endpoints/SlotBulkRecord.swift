@@ -46,9 +46,9 @@ public struct SlotBulkRecord: Endpoint {
                 inserts.add(
                     """
                     INSERT INTO caregiver_push.dose_records
-                        (patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
+                        (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
                          recording_group_id)
-                    VALUES (\(access.patientID), \(dose.medicationID), \(dose.scheduledAt), \(takenAt),
+                    VALUES (\(AppID(UUID())), \(access.patientID), \(dose.medicationID), \(dose.scheduledAt), \(takenAt),
                             \(access.role.rawValue), \(access.recorderID), \(groupID))
                     ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
                     RETURNING id
