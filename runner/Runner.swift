@@ -10,6 +10,7 @@ struct Runner: AsyncParsableCommand {
         abstract: "Run the caregiver-push functions locally, the way a serverless host runs them.",
         subcommands: [
             DevCommand.self, ServeCommand.self, Invoke.self, Migrate<Runner>.self, Token.self, FCMEmulatorCommand.self,
+            CheckDeployment.self,
         ]
     )
 }

@@ -12,7 +12,8 @@
 #   scripts/pgbouncer.sh url PORT     print the DATABASE_URL through it
 #
 # Loopback only, `auth_type = trust` with an auth_file naming `postgres` and
-# the runtime role `caregiver_push_runtime`: the same trust the throwaway clusters give.
+# the runtime role `caregiver_push_runtime` (or the logins PGBOUNCER_USERS names): the same trust the throwaway
+# clusters give.
 set -euo pipefail
 
 DB_NAME=caregiver_push
@@ -90,7 +91,9 @@ EOF
     # the server with it; otherwise both trust local connections (the test runs' throwaway clusters). The functions
     # connect as the runtime role (docs/deploy.md#roles), which make dev gives the same password; tests, migrations
     # and seeding as postgres.
-    (umask 077 && printf '"%s" "%s"\n' postgres "$password" caregiver_push_runtime "$password" >"$dir/userlist.txt")
+    # PGBOUNCER_USERS: the logins it knows (a pooler that does not know the runtime role: DeploymentCheckTests).
+    users=${PGBOUNCER_USERS:-postgres caregiver_push_runtime}
+    (umask 077 && for user in $users; do printf '"%s" "%s"\n' "$user" "$password"; done >"$dir/userlist.txt")
     if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$dir"; fi
     # Each client is a descriptor: raise the soft limit to the hard one (a login shell's 1024 would cap the pooler
     # near max_client_conn 1000).

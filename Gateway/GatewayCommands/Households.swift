@@ -19,7 +19,7 @@ package struct Households<Root: ParsableCommand>: ParsableCommand {
                 """,
             subcommands: [
                 CreatePatient.self, Link.self, Unlink.self, AddMedication.self, ArchiveMedication.self,
-                IssueSession.self, RevokeSession.self,
+                IssueSession.self, RevokeSession.self, DeletePatient.self,
             ])
     }
 
@@ -163,6 +163,24 @@ package struct Households<Root: ParsableCommand>: ParsableCommand {
             HouseholdsCall.run(Root.self) { connection in
                 try connection.query("SELECT caregiver_push.household_revoke_patient_session(\(session)::uuid)")
                 return "revoked session \(session)"
+            }
+        }
+    }
+
+    struct DeletePatient: ParsableCommand {
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                commandName: "delete-patient",
+                abstract: "Delete a patient with their links, sessions, medications, records and push events.")
+        }
+
+        @Option(help: "The patient's id.") var patient: String
+
+        func run() {
+            HouseholdsCall.run(Root.self) { connection in
+                let deleted = try connection.query(
+                    "SELECT caregiver_push.household_delete_patient(\(patient)::uuid)")[0].decode(Bool.self, at: 0)
+                return deleted ? "deleted patient \(patient)" : "no patient \(patient)"
             }
         }
     }

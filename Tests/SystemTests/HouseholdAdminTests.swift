@@ -304,7 +304,7 @@ struct HouseholdAdminTests {
                     "household_create_patient", "household_link_caregiver",
                     "household_unlink_caregiver", "household_add_medication",
                     "household_archive_medication", "household_issue_patient_session",
-                    "household_revoke_patient_session",
+                    "household_revoke_patient_session", "household_delete_patient",
                 ])
             #expect(routines.filter { $0.2 && $0.0.contains("household_") }.isEmpty, "\(routines)")
         }
@@ -342,7 +342,7 @@ struct HouseholdAdminTests {
             let functions = try owner.query(
                 "SELECT oid::regprocedure::text FROM pg_proc WHERE proname LIKE 'household\\_%' ORDER BY 1"
             ).map { try $0.decode(String.self, at: 0) }
-            #expect(functions.count == 9)
+            #expect(functions.count == 10)
             for role in ["anon", "authenticated", "service_role"] {
                 for function in functions {
                     #expect(
@@ -532,7 +532,9 @@ struct HouseholdAdminTests {
             environment: databaseURL.map { ["DATABASE_URL": $0] } ?? [:], input: Data())
     }
 
-    @Test("gateway households, end to end: create, link, add, issue, unlink, revoke; an error is one line and exit 1")
+    @Test(
+        "gateway households, end to end: create, link, add, issue, unlink, revoke, delete; an error is one line and exit 1"
+    )
     func gatewayCommand() throws {
         let url = try Self.householdsURL(for: TestDatabase.url)
         func run(_ arguments: [String]) throws -> [String] {
@@ -585,7 +587,6 @@ struct HouseholdAdminTests {
                 try state[0].decode((String, Bool, String, String, Bool, Bool).self)
                     == ("高橋", true, "08:00:00,21:30:00", "2030-12-31", true, true))
         }
-
         // The function's refusal, one line on stderr, exit status 1, nothing on stdout.
         for (arguments, message) in [
             (
@@ -614,6 +615,18 @@ struct HouseholdAdminTests {
         #expect(
             unset.exitStatus == 1
                 && String(decoding: unset.standardError, as: UTF8.self) == "Error: DATABASE_URL is not set\n")
+        // Deleting the patient takes everything of theirs; a second time there is nothing to delete.
+        #expect(try run(["delete-patient", "--patient", ids[0]]) == ["deleted patient \(ids[0])"])
+        #expect(try run(["delete-patient", "--patient", ids[0]]) == ["no patient \(ids[0])"])
+        try TestDatabase.with { owner in
+            let left = try owner.query(
+                """
+                SELECT (SELECT count(*) FROM medications WHERE patient_id = \(patient))
+                     + (SELECT count(*) FROM patient_sessions WHERE patient_id = \(patient))
+                     + (SELECT count(*) FROM caregiver_patient_links WHERE patient_id = \(patient))
+                """)
+            #expect(try left[0].decode(Int.self, at: 0) == 0)
+        }
     }
 }
 

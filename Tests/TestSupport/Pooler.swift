@@ -22,9 +22,11 @@ package final class OwnPgBouncer: Sendable {
     ///   - poolSize: `default_pool_size`: server connections per database and user.
     ///   - maxClientConnections: `max_client_conn`.
     ///   - queryWaitTimeoutSeconds: `query_wait_timeout`: how long a client may wait for a server connection.
-    package init(upstreamPort: Int, poolSize: Int, maxClientConnections: Int = 1000, queryWaitTimeoutSeconds: Int = 30)
-        throws
-    {
+    ///   - users: the logins it knows, when not `postgres` and the runtime role.
+    package init(
+        upstreamPort: Int, poolSize: Int, maxClientConnections: Int = 1000, queryWaitTimeoutSeconds: Int = 30,
+        users: [String]? = nil
+    ) throws {
         directory =
             FileManager.default.temporaryDirectory.appendingPathComponent("own-pgbouncer-\(UUID().uuidString)")
             .path
@@ -32,6 +34,7 @@ package final class OwnPgBouncer: Sendable {
         self.poolSize = poolSize
         var environment = ProcessInfo.processInfo.environment
         environment["PGBOUNCER_QUERY_WAIT_TIMEOUT"] = String(queryWaitTimeoutSeconds)
+        if let users { environment["PGBOUNCER_USERS"] = users.joined(separator: " ") }
         // A free port can be taken by someone else before PgBouncer binds it: try a few.
         var started: Int?
         for _ in 0..<5 {

@@ -204,24 +204,46 @@ public struct FCMEmulator: Sendable {
                 FCMErrorScenario.fcmError(
                     403, "PERMISSION_DENIED", "Permission denied on project.", code: "SENDER_ID_MISMATCH"))
         }
-        // Exactly one target: a registration `token`, or the installation `fid` newer SDKs send, never both.
-        let message = (try? JSONValue.parse(bytes))?["message"]
-        let targets = ["token", "fid"].compactMap { message?[$0]?.stringValue }
-        guard let message, targets.count == 1, let deviceToken = targets.first, !deviceToken.isEmpty else {
+        // Exactly one target: a registration `token`, the installation `fid` newer SDKs send, or a `topic`.
+        let body = try? JSONValue.parse(bytes)
+        let message = body?["message"]
+        let validateOnly = body?["validate_only"] == .bool(true)
+        let targets = ["token", "fid", "topic"].compactMap { message?[$0]?.stringValue }
+        guard let message, targets.count == 1, let target = targets.first, !target.isEmpty else {
             return Self.answer(
                 FCMErrorScenario.invalidPayload(field: "message", description: "Exactly one target is required"))
         }
-        let attempt = await state.nextAttempt(for: deviceToken)
+        let topic = message["topic"]?.stringValue
+        if let topic, !Self.isTopicName(topic) {
+            return Self.answer(FCMErrorScenario.invalidPayload(field: "message.topic", description: "Invalid topic"))
+        }
+        let attempt = await state.nextAttempt(for: target)
+        // A topic needs no device: only the message's own checks apply to it.
         let answer =
             Self.validate(message: message, size: bytes.count)
-            ?? FCMErrorScenario.answer(deviceToken: deviceToken, attempt: attempt)
-        let name = answer == nil ? await state.nextMessageName(project: project) : nil
+            ?? (topic == nil ? FCMErrorScenario.answer(deviceToken: target, attempt: attempt) : nil)
+        // A dry run's answer names no real message (`…/messages/fake_message_id`, as Google answers it).
+        let name =
+            answer != nil
+            ? nil
+            : validateOnly
+                ? "projects/\(project)/messages/fake_message_id"
+                : await state.nextMessageName(project: project)
         await state.record(
             .init(
-                receivedAt: Date(), deviceToken: deviceToken, status: answer?.status ?? 200, attempt: attempt,
-                message: message, name: name, connection: connection))
+                receivedAt: Date(), deviceToken: target, status: answer?.status ?? 200, attempt: attempt,
+                message: message, name: name, connection: connection, validateOnly: validateOnly))
         if let answer { return Self.answer(answer) }
         return Self.json(200, .object(["name": .string(name ?? "")]))
+    }
+
+    /// FCM's rule for a topic's name: `[a-zA-Z0-9-_.~%]+`.
+    static func isTopicName(_ topic: String) -> Bool {
+        !topic.isEmpty && topic.utf8.count <= 900
+            && topic.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+                    || "-_.~%".unicodeScalars.contains($0)
+            }
     }
 
     /// FCM's own checks on a message: string-only, unreserved data; a short collapse id; the 4096-byte limit.
@@ -254,7 +276,8 @@ public struct FCMEmulator: Sendable {
     // MARK: inspection
 
     private func listMessages(deliveredOnly: Bool) async -> Response {
-        let received = await state.received.filter { !deliveredOnly || $0.status == 200 }
+        // A dry run (`validate_only`) is never a delivered message.
+        let received = await state.received.filter { !deliveredOnly || ($0.status == 200 && !$0.validateOnly) }
         let entries: [JSONValue] = received.map { entry in
             .object([
                 "receivedAtMs": .number((entry.receivedAt.timeIntervalSince1970 * 1000).rounded()),
@@ -262,6 +285,7 @@ public struct FCMEmulator: Sendable {
                 "attempt": .number(Double(entry.attempt)), "name": entry.name.map(JSONValue.string) ?? .null,
                 "message": entry.message,
                 "connection": entry.connection.map { .number(Double($0.number)) } ?? .null,
+                "validateOnly": .bool(entry.validateOnly),
                 "httpVersion": entry.connection.map { .string($0.http2 ? "2" : "1.1") } ?? .null,
             ])
         }
@@ -278,7 +302,7 @@ public struct FCMEmulator: Sendable {
             200,
             .object([
                 "mints": .number(Double(await state.mints)), "requests": .number(Double(received.count)),
-                "delivered": .number(Double(received.filter { $0.status == 200 }.count)),
+                "delivered": .number(Double(received.filter { $0.status == 200 && !$0.validateOnly }.count)),
                 "tls": .bool(await state.tls), "connections": .number(Double(usage.connections)),
                 "http2Requests": .number(Double(received.filter { $0.connection?.http2 == true }.count)),
                 "maxConcurrentStreams": .number(Double(usage.maxConcurrentStreams)),

@@ -14,6 +14,8 @@ public actor FCMEmulatorState {
         public let name: String?
         /// The connection it came on, when the server could tell (the emulator's own port).
         public let connection: Connection?
+        /// Sent with `validate_only`: checked and answered, never delivered.
+        public var validateOnly = false
     }
 
     /// A client connection that carried `messages:send`: numbered in order of first use.

@@ -114,6 +114,21 @@ public enum DoseTakenMessage {
             return bytes
         }
 
+        /// The same message addressed to `topic` instead of a device, with `validate_only`: FCM checks everything
+        /// of it (the project, the sender's rights, the payload) and delivers nothing (`gateway check-deployment`).
+        public func validationJSON(topic: String) -> [UInt8] {
+            guard
+                case .object(var outer) = DoseTakenMessage.message(
+                    for: event, displayName: displayName, deviceToken: ""),
+                case .object(var message) = outer["message"]
+            else { return [] }
+            message["token"] = nil
+            message["topic"] = .string(topic)
+            outer["message"] = .object(message)
+            outer["validate_only"] = .bool(true)
+            return JSONCoding.encode(JSONValue.object(outer)) ?? []
+        }
+
         /// `"token"` as JSON when it needs no escaping (printable ASCII without a quote or a backslash, as FCM tokens are);
         /// `nil` otherwise, for the encoder to escape.
         private static func plainJSONString(_ token: String) -> [UInt8]? {
@@ -130,7 +145,7 @@ public enum DoseTakenMessage {
         }
     }
 
-    private static func message(for event: DoseTakenEvent, displayName: String, deviceToken: String) -> JSONValue {
+    fileprivate static func message(for event: DoseTakenEvent, displayName: String, deviceToken: String) -> JSONValue {
         let patient = event.patientID.text
         return .object([
             "message": .object([

@@ -146,7 +146,8 @@ public struct PushDispatcher {
             settings: .init(
                 sendURL: "\(configuration.fcmAPIBaseURL)/v1/projects/\(provider.account.projectID)/messages:send",
                 trust: configuration.trustStore, batchSize: limit,
-                sendWindow: .milliseconds(configuration.pushSendDeadlineMilliseconds), continuation: continuation),
+                sendWindow: .milliseconds(configuration.pushSendDeadlineMilliseconds), continuation: continuation,
+                validationTopic: configuration.fcmValidationTopic),
             accessToken: accessToken, logger: log
         ) { rejected, leaseDeadline in
             try provider.accessToken(

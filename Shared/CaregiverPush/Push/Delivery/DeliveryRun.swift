@@ -30,6 +30,8 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
         var retry = RetryPolicy()
         /// How `push-sweep` keeps leasing while it sends; `nil`: one lease.
         var continuation: PushDispatcher.Continuation?
+        /// `gateway check-deployment`'s topic: each message goes there with `validate_only` instead of to its device.
+        var validationTopic: String? = nil
     }
 
     /// Mints a new access token in place of `rejected`, in time for `deadline`.
@@ -145,7 +147,8 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
             progress.append(
                 Progress(
                     outcome: DeliveryOutcome(delivery: delivery, status: .pending, attempts: delivery.attempts),
-                    body: delivery.message.json(deviceToken: delivery.token),
+                    body: settings.validationTopic.map { delivery.message.validationJSON(topic: $0) }
+                        ?? delivery.message.json(deviceToken: delivery.token),
                     lease: leases.count - 1))
         }
         for index in first..<progress.count { attempt(index) }
