@@ -7,12 +7,12 @@ import Libpq
 import Logging
 import Synchronization
 
-/// `runner check-deployment`: proves a deployment end to end with its own configuration (docs/deploy.md#prove): the
-/// runtime role's login through the pooler, a caregiver token from the project's auth verified as the functions verify
-/// it, a throwaway household made with the households login, a throwaway device registered and a dose recorded
-/// through the functions' own handlers, the push it owes accepted by FCM in validate-only mode (addressed to a topic no
-/// one subscribes to: FCM checks everything and delivers nothing), and everything removed again. The first step that
-/// fails is one line on stderr and exit status 1.
+/// `runner check-deployment`: proves a deployment end to end with its own configuration
+/// (docs/deploy.md#prove-a-deployment): the runtime role's login through the pooler, a caregiver token from the
+/// project's auth verified as the functions verify it, a throwaway household made with the households login, a
+/// throwaway device registered and a dose recorded through the functions' own handlers, the push it owes accepted by
+/// FCM in validate-only mode (addressed to a topic no one subscribes to: FCM checks everything and delivers nothing),
+/// and everything removed again. The first step that fails is one line on stderr and exit status 1.
 struct CheckDeployment: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-deployment",

@@ -1,7 +1,8 @@
 -- Deletes a patient and everything of theirs: caregiver links, patient sessions, medications and schedule times,
 -- dose and PRN records, and the push events of their doses with those events' deliveries (the foreign keys cascade
 -- from `patients`). Returns whether there was such a patient. For the role caregiver_push_households: a household
--- that leaves, and the throwaway household `gateway check-deployment` makes and removes (docs/deploy.md#prove).
+-- that leaves, and the throwaway household `runner check-deployment` makes and removes
+-- (docs/deploy.md#prove-a-deployment).
 -- Caregivers' devices are theirs, not the patient's, and stay.
 CREATE FUNCTION caregiver_push.household_delete_patient(patient uuid) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -60,7 +60,7 @@ public struct Configuration: Sendable {
     public var trustStore: TrustStore
     /// Problems found while reading, reported by ``requireFunctionBasics()`` or by the push.
     public var errors: [ConfigurationError]
-    /// Set only by `gateway check-deployment` for its own in-process invocations, never from the environment: every
+    /// Set only by `runner check-deployment` for its own in-process invocations, never from the environment: every
     /// message goes to this FCM topic with `validate_only`, so FCM checks it and delivers nothing
     /// (docs/deploy.md#prove-a-deployment).
     package var fcmValidationTopic: String?

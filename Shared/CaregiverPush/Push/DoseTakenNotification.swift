@@ -115,7 +115,7 @@ public enum DoseTakenMessage {
         }
 
         /// The same message addressed to `topic` instead of a device, with `validate_only`: FCM checks everything
-        /// of it (the project, the sender's rights, the payload) and delivers nothing (`gateway check-deployment`).
+        /// of it (the project, the sender's rights, the payload) and delivers nothing (`runner check-deployment`).
         public func validationJSON(topic: String) -> [UInt8] {
             guard
                 case .object(var outer) = DoseTakenMessage.message(

@@ -30,7 +30,7 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
         var retry = RetryPolicy()
         /// How `push-sweep` keeps leasing while it sends; `nil`: one lease.
         var continuation: PushDispatcher.Continuation?
-        /// `gateway check-deployment`'s topic: each message goes there with `validate_only` instead of to its device.
+        /// `runner check-deployment`'s topic: each message goes there with `validate_only` instead of to its device.
         var validationTopic: String? = nil
     }
 
