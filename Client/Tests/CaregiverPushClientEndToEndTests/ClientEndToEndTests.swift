@@ -90,13 +90,13 @@ struct ClientEndToEndTests {
         // Off: the next dose reaches this phone no more.
         await app.settings.setPushEnabled(false)
         #expect(!app.settings.isPushEnabled && app.settings.errorState == nil)
-        let second = try await server.post(
+        let nextDose = try await server.post(
             "/api/dose-records", bearer: home.secondSession,
             body: [
                 "medicationId": home.secondMedication.uuidString.lowercased(),
                 "scheduledAt": TokyoDay.instant(date, "13:00"),
             ])
-        #expect(second.status == 200 && second.json?["updatedCount"] as? Int == 1)
+        #expect(nextDose.status == 200 && nextDose.json?["updatedCount"] as? Int == 1)
         // Give the dispatch the time the first one needed; the phone still has exactly one message.
         try await Task.sleep(for: .seconds(1))
         #expect(try await server.fcmMessages(to: app.tokenSource.token).count == 1)
