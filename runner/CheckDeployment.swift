@@ -387,7 +387,7 @@ struct DeploymentCheck {
             var response = APIGatewayV2Response(statusCode: 500, headers: [:], body: "")
             let handler = FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
             handler.handle(
-                InvocationInput(eventBytes: (try? JSONEncoder().encode(event)).map { Array($0) } ?? []),
+                InvocationInput(eventBytes: JSONCoding.encode(event) ?? []),
                 resources: resources
             ) { response = $0 }
             let log = lines.all.compactMap { try? JSONValue.parse(Array($0.utf8)) }

@@ -171,7 +171,7 @@ package struct Households<Root: ParsableCommand>: ParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(
                 commandName: "delete-patient",
-                abstract: "Delete a patient with their links, sessions, medications, records and push events.")
+                abstract: "Delete a patient and all of theirs: links, sessions, medication and records, push events.")
         }
 
         @Option(help: "The patient's id.") var patient: String

@@ -4,6 +4,7 @@ import Foundation
 import Libpq
 import Logging
 import Migrations
+import ProcessSupervision
 import Testing
 import TestSupport
 
@@ -131,6 +132,9 @@ struct AppTablesTests {
                 FROM public."DoseRecord" WHERE "patientId" = 'patient-123' ORDER BY "scheduledAt"
                 """
             ).map { try $0.decode((String, String, String, String, Bool).self) }
+            print(
+                "AppTablesTests: public.\"DoseRecord\" as the app's History reads it:\n  "
+                    + history.map { "\($0)" }.joined(separator: "\n  "))
             let dayBefore = TokyoDay.offset(-2)
             #expect(history.count == 2)
             #expect(history.first?.0 == home.scheduled && history.first?.1 == "\(dayBefore)T23:00")
@@ -141,6 +145,7 @@ struct AppTablesTests {
                 SELECT "quantity", "idempotencyKey" FROM public."PrnDoseRecord" WHERE "patientId" = 'patient-123'
                 """
             ).map { try $0.decode((Int, String).self) }
+            print("AppTablesTests: public.\"PrnDoseRecord\" (quantity, idempotencyKey): \(prnRows)")
             #expect(prnRows.count == 1 && prnRows.first?.0 == 2)
 
             // One push per recording, to the caregiver's device, carrying the app's patient id.
@@ -236,6 +241,42 @@ struct AppTablesTests {
         // The app's own tables keep their own row level security.
         for table in appTables {
             #expect(try allowed("(SELECT relrowsecurity FROM pg_class WHERE oid = 'public.\"\(table)\"'::regclass)"))
+        }
+    }
+
+    @Test("with a mapping the households are the app's: the households functions and the deployment check say so")
+    func householdsAreTheApps() throws {
+        try Self.withApp { cluster, owner in
+            try Self.migrate(owner, mapping: try Self.mapping)
+            try owner.query("ALTER ROLE caregiver_push_households LOGIN")
+            let householdsURL = "postgresql://caregiver_push_households@127.0.0.1:\(cluster.port)/caregiver_push"
+            let households = try PostgresConnection(url: householdsURL)
+            defer { households.close() }
+            let refusal = #expect(throws: PostgresError.self) {
+                try households.query("SELECT caregiver_push.household_create_patient('x')")
+            }
+            #expect(refusal?.sqlState?.rawValue == "0A000", "\(String(reflecting: refusal))")
+            #expect(refusal?.serverMessage?.contains("the households are the app's") == true)
+            #expect(try owner.query("SELECT count(*) FROM public.\"Patient\"")[0].decode(Int.self, at: 0) == 0)
+            // The deployment check gets as far as the household, says why, and leaves no device enabled.
+            let fake = try FCMFake()
+            let result = try ChildProcess.run(
+                executable: Executables.binDirectory.appendingPathComponent("runner"), arguments: ["check-deployment"],
+                environment: fake.environment([
+                    "DATABASE_URL": cluster.runtimeURL, "HOUSEHOLDS_DATABASE_URL": householdsURL,
+                    "CHECK_CAREGIVER_TOKEN": try caregiverToken(UUID()),
+                ]),
+                input: Data())
+            let stderr = String(decoding: result.standardError, as: UTF8.self)
+            print("AppTablesTests: runner check-deployment with a mapping: \(stderr)")
+            #expect(result.exitStatus == 1)
+            #expect(
+                stderr.hasPrefix(
+                    "deployment check failed at throwaway household: the households login was refused: "
+                        + "household_create_patient: the households are the app's"), "\(stderr)")
+            #expect(
+                try owner.query("SELECT count(*) FROM caregiver_push.push_devices WHERE is_enabled")[0]
+                    .decode(Int.self, at: 0) == 0)
         }
     }
 
