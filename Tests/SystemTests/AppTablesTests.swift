@@ -124,14 +124,25 @@ struct AppTablesTests {
             #expect(prn.body?["record"]?["medicationId"] == .string(home.prn), "\(prn.stderr)")
             #expect(try run("prn-record", "patient").body?["updatedCount"] == .number(0))
 
-            // As the app's History reads them: its own tables, its own columns, UTC wall-clock times.
-            let history = try owner.query(
-                """
-                SELECT "medicationId", to_char("scheduledAt", 'YYYY-MM-DD"T"HH24:MI'), "recordedByRole"::text,
-                       "recordedById", "recordingGroupId" IS NOT NULL
-                FROM public."DoseRecord" WHERE "patientId" = 'patient-123' ORDER BY "scheduledAt"
-                """
-            ).map { try $0.decode((String, String, String, String, Bool).self) }
+            // As the app's History reads them: its own tables and columns, UTC wall-clock times, through Supabase's
+            // Data API as the signed-in caregiver (`authenticated` with their claims), under the app's own policies.
+            func historyAs(_ caregiver: UUID) throws -> [(String, String, String, String, Bool)] {
+                try owner.query("BEGIN")
+                defer { _ = try? owner.query("ROLLBACK") }
+                try owner.query(
+                    "SELECT set_config('request.jwt.claim.sub', \(caregiver.uuidString.lowercased()), true)")
+                try owner.query("SET LOCAL ROLE authenticated")
+                return try owner.query(
+                    """
+                    SELECT "medicationId", to_char("scheduledAt", 'YYYY-MM-DD"T"HH24:MI'), "recordedByRole"::text,
+                           "recordedById", "recordingGroupId" IS NOT NULL
+                    FROM public."DoseRecord" WHERE "patientId" = 'patient-123' ORDER BY "scheduledAt"
+                    """
+                ).map { try $0.decode((String, String, String, String, Bool).self) }
+            }
+            let history = try historyAs(home.caregiver)
+            // Another signed-in user sees none of it: the app's row level security holds for what the functions wrote.
+            #expect(try historyAs(UUID()).isEmpty)
             print(
                 "AppTablesTests: public.\"DoseRecord\" as the app's History reads it:\n  "
                     + history.map { "\($0)" }.joined(separator: "\n  "))
