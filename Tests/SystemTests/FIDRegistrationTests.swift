@@ -28,16 +28,19 @@ struct FIDRegistrationTests {
         let fake = try FCMFake()
         let household = try RecordingHousehold.make(devicesPerCaregiver: [0])
         let caregiver = household.caregivers[0].id
-        let (token, fid) = (makeDeviceToken(), Self.makeFID())
-        // The app before the update: its token, with its installation's id (the FID, as the kit sends it).
-        #expect(try Self.register(caregiver, ["token": .string(token), "installationId": .string(fid)]).status == 200)
+        let (token, fid, installation) = (makeDeviceToken(), Self.makeFID(), UUID().uuidString.lowercased())
+        // The app before the update: its token, with the installation's id the kit keeps.
+        #expect(
+            try Self.register(caregiver, ["token": .string(token), "installationId": .string(installation)]).status
+                == 200)
         let first = try Executables.run(
             "dose-record", input: try Executables.fixture("dose-record/patient.json", household.values()),
             environment: fake.environment())
         #expect(first.body?["updatedCount"] == .number(1), "\(first.stderr)")
         #expect(try fake.messages(to: [token]).count == 1)
-        // After the update: the FID alone.
-        #expect(try Self.register(caregiver, ["fid": .string(fid)]).status == 200)
+        // After the update: the FID, with the same installation's id.
+        #expect(
+            try Self.register(caregiver, ["fid": .string(fid), "installationId": .string(installation)]).status == 200)
         let devices = try TestDatabase.with { try Seed.devices($0, owner: caregiver) }
         #expect(devices.filter(\.isEnabled).count == 1)
         #expect(devices.first { !$0.isEnabled }?.disabledReason == "REPLACED")
@@ -68,7 +71,10 @@ struct FIDRegistrationTests {
                 "send token or fid, not both"
             ),
             (["fid": .string("short")], "fid must be a Firebase Installation ID: 22 characters of A-Z a-z 0-9 - _"),
-            (["fid": .string(String(repeating: ".", count: 22))], "fid must be a Firebase Installation ID: 22 characters of A-Z a-z 0-9 - _"),
+            (
+                ["fid": .string(String(repeating: ".", count: 22))],
+                "fid must be a Firebase Installation ID: 22 characters of A-Z a-z 0-9 - _"
+            ),
         ] {
             let result = try Self.register(caregiver, identity)
             #expect(result.status == 422, "\(identity)")
