@@ -70,6 +70,7 @@ struct FIDRegistrationTests {
                 ["token": JSONValue.string(makeDeviceToken()), "fid": .string(Self.makeFID())],
                 "send token or fid, not both"
             ),
+            (["token": .string(makeDeviceToken()), "fid": .null], "send token or fid, not both"),
             (["fid": .string("short")], "fid must be a Firebase Installation ID: 22 characters of A-Z a-z 0-9 - _"),
             (
                 ["fid": .string(String(repeating: ".", count: 22))],

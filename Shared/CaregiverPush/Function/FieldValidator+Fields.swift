@@ -66,10 +66,11 @@ extension FieldValidator {
     }
 
     /// The device's identity: `token` (a registration token) or `fid` (a Firebase Installation ID, 22 characters of
-    /// `A-Z a-z 0-9 - _`), exactly one of them. Without either, "token is required", as before FIDs.
+    /// `A-Z a-z 0-9 - _`), exactly one of them, even as `null`. Without either, "token is required", as before FIDs.
     mutating func deviceIdentity() -> (text: String, target: PushDeviceRegistry.Target)? {
+        // A member sent as `null` counts as sent: `{"token": …, "fid": null}` is not a token registration.
         let members = self.members
-        let sent = { (field: String) in members[field].map { $0 != .null } ?? false }
+        let sent = { (field: String) in members[field] != nil }
         guard sent("fid") else { return deviceToken().map { ($0, .token) } }
         guard !sent("token") else {
             reject("fid", "send token or fid, not both")
