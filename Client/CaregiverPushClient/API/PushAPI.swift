@@ -17,4 +17,44 @@ public protocol PushAPI: Sendable {
     /// - Throws: ``PushAPIError``.
     func deviceStatus(token: String, environment: PushEnvironment, installationId: String?)
         async throws(PushAPIError) -> CaregiverPushDeviceStatus?
+
+    /// Registers (or refreshes) this phone by its token or its FID.
+    func register(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError)
+
+    /// Stops pushes to this phone, by its token or its FID.
+    func unregister(_ registration: PushRegistrationID) async throws(PushAPIError)
+
+    /// The server's record of this phone, by its token or its FID.
+    func deviceStatus(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError) -> CaregiverPushDeviceStatus?
+}
+
+/// A stand-in written before FIDs implements the token calls only: the token path goes to them, and the FID path is
+/// refused as the server would refuse a body it cannot read (422), so an app's tests notice the missing calls.
+extension PushAPI {
+    public func register(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError)
+    {
+        guard case .token(let token) = registration else {
+            throw .validation([.init(field: "fid", message: "this PushAPI has no FID calls")])
+        }
+        try await register(token: token, environment: environment, installationId: installationId)
+    }
+
+    public func unregister(_ registration: PushRegistrationID) async throws(PushAPIError) {
+        guard case .token(let token) = registration else {
+            throw .validation([.init(field: "fid", message: "this PushAPI has no FID calls")])
+        }
+        try await unregister(token: token)
+    }
+
+    public func deviceStatus(
+        _ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?
+    ) async throws(PushAPIError) -> CaregiverPushDeviceStatus? {
+        guard case .token(let token) = registration else {
+            throw .validation([.init(field: "fid", message: "this PushAPI has no FID calls")])
+        }
+        return try await deviceStatus(token: token, environment: environment, installationId: installationId)
+    }
 }

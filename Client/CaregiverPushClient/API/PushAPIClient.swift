@@ -54,13 +54,27 @@ public struct PushAPIClient: PushAPI {
     public func register(token: String, environment: PushEnvironment, installationId: String?)
         async throws(PushAPIError)
     {
-        _ = try await post("api/push/register", registration(token, environment, installationId))
+        try await register(.token(token), environment: environment, installationId: installationId)
+    }
+
+    /// Registers (or refreshes) this phone by its token or its Firebase Installation ID (`fid` in the body).
+    /// - Throws: ``PushAPIError``.
+    public func register(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError)
+    {
+        _ = try await post("api/push/register", body(registration, environment, installationId))
     }
 
     /// Stops pushes to this token for the caregiver (the server soft-disables it; `200` also when nothing matched).
     /// - Throws: ``PushAPIError``.
     public func unregister(token: String) async throws(PushAPIError) {
-        _ = try await post("api/push/unregister", ["token": .string(token)])
+        try await unregister(.token(token))
+    }
+
+    /// Stops pushes to this phone, by its token or its FID.
+    /// - Throws: ``PushAPIError``.
+    public func unregister(_ registration: PushRegistrationID) async throws(PushAPIError) {
+        _ = try await post("api/push/unregister", [registration.field: .string(registration.text)])
     }
 
     /// The server's record of this phone for the caregiver, changing nothing (`push/register` with
@@ -70,7 +84,15 @@ public struct PushAPIClient: PushAPI {
     public func deviceStatus(token: String, environment: PushEnvironment, installationId: String?)
         async throws(PushAPIError) -> CaregiverPushDeviceStatus?
     {
-        var body = registration(token, environment, installationId)
+        try await deviceStatus(.token(token), environment: environment, installationId: installationId)
+    }
+
+    /// The server's record of this phone, by its token or its FID.
+    /// - Throws: ``PushAPIError``.
+    public func deviceStatus(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError) -> CaregiverPushDeviceStatus?
+    {
+        var body = body(registration, environment, installationId)
         body["statusOnly"] = .bool(true)
         let data = try await post("api/push/register", body)
         guard let answer = try? JSONDecoder().decode(StatusBody.self, from: data), answer.ok else {
@@ -79,11 +101,12 @@ public struct PushAPIClient: PushAPI {
         return answer.device
     }
 
-    private func registration(_ token: String, _ environment: PushEnvironment, _ installationId: String?)
+    private func body(_ registration: PushRegistrationID, _ environment: PushEnvironment, _ installationId: String?)
         -> [String: BodyValue]
     {
         var body: [String: BodyValue] = [
-            "token": .string(token), "platform": .string(Self.platform), "environment": .string(environment.rawValue),
+            registration.field: .string(registration.text), "platform": .string(Self.platform),
+            "environment": .string(environment.rawValue),
         ]
         if let installationId { body["installationId"] = .string(installationId) }
         return body

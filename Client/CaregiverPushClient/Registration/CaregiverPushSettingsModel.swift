@@ -123,11 +123,11 @@ public final class CaregiverPushSettingsModel {
         let lifecycle = lifecycle
         let outcome = await CaregiverPushDeadline.run(seconds: budget.total) {
             [weak self] () -> CaregiverPushErrorState? in
-            guard let token = try? await lifecycle.tokenSource.currentToken() else { return .tokenUnavailable }
+            guard let registration = try? await lifecycle.currentRegistration() else { return .tokenUnavailable }
             self?.tokenArrived = true
             guard !Task.isCancelled else { return .retry }
             do throws(PushAPIError) {
-                try await lifecycle.turnOn(token: token)
+                try await lifecycle.turnOn(registration)
                 return nil
             } catch {
                 return error.errorState
@@ -163,15 +163,15 @@ public final class CaregiverPushSettingsModel {
             lifecycle.setOffReason(.permissionRevoked)
             return .turnedOff(.permissionRevoked)
         }
-        guard let token = try? await lifecycle.tokenSource.currentToken() else { return .unchanged }
-        if lifecycle.isRegistrationDue(token) {
+        guard let registration = try? await lifecycle.currentRegistration() else { return .unchanged }
+        if lifecycle.isRegistrationDue(registration) {
             do {
-                return try await lifecycle.registerIfNeeded(token: token) ? .reregistered : .unchanged
+                return try await lifecycle.registerIfNeeded(registration) ? .reregistered : .unchanged
             } catch {
                 return .failed(error.errorState)
             }
         }
-        let record: (token: String, status: CaregiverPushDeviceStatus?)?
+        let record: (registration: PushRegistrationID, status: CaregiverPushDeviceStatus?)?
         do {
             record = try await lifecycle.registeredDeviceStatus()
         } catch {
@@ -181,7 +181,7 @@ public final class CaregiverPushSettingsModel {
         guard let status = record.status else {
             // The server has no row for it (a restored database, a deleted account): register it again.
             do {
-                try await lifecycle.turnOn(token: token)
+                try await lifecycle.turnOn(registration)
                 return .reregistered
             } catch {
                 return .failed(error.errorState)

@@ -32,12 +32,17 @@ public final class PushTokenLifecycle {
     public enum StateKey {
         public static let isPushEnabled = "caregiverPush.isPushEnabled"
         public static let installationId = "caregiverPush.installationId"
+        /// The registered identity's text: a token, or a FID when ``registeredTarget`` says `fid`.
         public static let registeredToken = "caregiverPush.registeredToken"
+        /// `fid` when the registered identity is a Firebase Installation ID; absent for a token.
+        public static let registeredTarget = "caregiverPush.registeredTarget"
         public static let registeredEnvironment = "caregiverPush.registeredEnvironment"
         public static let lastSuccessAt = "caregiverPush.lastSuccessAt"
         public static let lastAttemptFailed = "caregiverPush.lastAttemptFailed"
         /// A token whose unregistration failed when permission was revoked; sent again at the next re-check.
         public static let pendingUnregisterToken = "caregiverPush.pendingUnregisterToken"
+        /// `fid` when the pending unregistration is of a FID.
+        public static let pendingUnregisterTarget = "caregiverPush.pendingUnregisterTarget"
         /// Why push went OFF without the caregiver turning it off (``CaregiverPushOffReason``'s raw value).
         public static let offReason = "caregiverPush.offReason"
         /// The caregiver the other keys belong to (their account id, lowercased).
@@ -55,7 +60,7 @@ public final class PushTokenLifecycle {
     public private(set) var offReason: CaregiverPushOffReason?
 
     public let environment: PushEnvironment
-    let tokenSource: any PushTokenSource
+    let source: any PushRegistrationSource
     private let api: any PushAPI
     private let store: any PushStateStore
     private let installationStore: any PushStateStore
@@ -68,14 +73,26 @@ public final class PushTokenLifecycle {
     ///   - environment: `.dev` in debug builds, `.prod` in release builds; the app decides.
     ///   - store: the toggle and registration state (`UserDefaults`).
     ///   - installationStore: where ``installationId`` lives (the Keychain in the app); `store` when `nil`.
-    public init(
+    public convenience init(
         api: any PushAPI, environment: PushEnvironment, tokenSource: any PushTokenSource,
+        store: any PushStateStore, installationStore: (any PushStateStore)? = nil,
+        clock: any PushClock = SystemPushClock()
+    ) {
+        self.init(
+            api: api, environment: environment, registrationSource: TokenRegistrationSource(tokens: tokenSource),
+            store: store, installationStore: installationStore, clock: clock)
+    }
+
+    /// The FID path (an app with `FirebaseMessagingInstallationIdEnabled`): `registrationSource` answers
+    /// `Messaging.messaging().register()`'s FID; the other parameters as for the token path.
+    public init(
+        api: any PushAPI, environment: PushEnvironment, registrationSource: any PushRegistrationSource,
         store: any PushStateStore, installationStore: (any PushStateStore)? = nil,
         clock: any PushClock = SystemPushClock()
     ) {
         self.api = api
         self.environment = environment
-        self.tokenSource = tokenSource
+        self.source = registrationSource
         self.store = store
         self.installationStore = installationStore ?? store
         self.clock = clock
@@ -113,14 +130,27 @@ public final class PushTokenLifecycle {
     /// one of the rules above says so. Does nothing while push is off or no caregiver is signed in; failures are kept
     /// for the next launch.
     public func applicationDidLaunch() async {
-        guard mode.isCaregiver, isPushEnabled, let token = try? await tokenSource.currentToken() else { return }
-        _ = try? await registerIfNeeded(token: token)
+        guard mode.isCaregiver, isPushEnabled, let registration = try? await source.currentRegistration() else {
+            return
+        }
+        _ = try? await registerIfNeeded(registration)
     }
 
-    /// Call from `MessagingDelegate.messaging(_:didReceiveRegistrationToken:)`.
+    /// The phone's current identity (token or FID), from the source the app gave.
+    func currentRegistration() async throws -> PushRegistrationID {
+        try await source.currentRegistration()
+    }
+
+    /// Call from `MessagingDelegate.messaging(_:didReceiveRegistrationToken:)` (the token path).
     public func tokenDidRefresh(_ token: String) async {
+        await registrationDidChange(.token(token))
+    }
+
+    /// Call from `MessagingDelegate.messaging(_:didReceiveRegistration:)` with `.fid(fid)` (the FID path), or with
+    /// `.token` from the token callback.
+    public func registrationDidChange(_ registration: PushRegistrationID) async {
         guard mode.isCaregiver, isPushEnabled else { return }
-        _ = try? await registerIfNeeded(token: token)
+        _ = try? await registerIfNeeded(registration)
     }
 
     /// Registers `token` when one of the rules says so and push is on.
@@ -128,20 +158,29 @@ public final class PushTokenLifecycle {
     /// - Throws: ``PushAPIError`` when the registration was sent and failed.
     @discardableResult
     public func registerIfNeeded(token: String) async throws(PushAPIError) -> Bool {
+        try await registerIfNeeded(.token(token))
+    }
+
+    /// Registers the phone's token or FID when one of the rules says so and push is on; a move from token to FID is
+    /// due at once (and replaces the token's registration on the server).
+    /// - Returns: whether a registration was sent (and succeeded).
+    /// - Throws: ``PushAPIError`` when the registration was sent and failed.
+    @discardableResult
+    public func registerIfNeeded(_ registration: PushRegistrationID) async throws(PushAPIError) -> Bool {
         await acquire()
         defer { release() }
-        guard mode.isCaregiver, isPushEnabled, needsRegistration(token) else { return false }
-        try await register(token)
+        guard mode.isCaregiver, isPushEnabled, needsRegistration(registration) else { return false }
+        try await register(registration)
         return true
     }
 
-    /// Turns push on: registers `token` whatever the rules say, then records push as on.
+    /// Turns push on: registers the phone whatever the rules say, then records push as on.
     /// - Throws: ``PushAPIError``; push stays as it was.
-    func turnOn(token: String) async throws(PushAPIError) {
+    func turnOn(_ registration: PushRegistrationID) async throws(PushAPIError) {
         await acquire()
         defer { release() }
         guard mode.isCaregiver else { return }
-        try await register(token)
+        try await register(registration)
         store.set("true", forKey: StateKey.isPushEnabled)
         store.set(nil, forKey: StateKey.offReason)
         reload()
@@ -152,9 +191,9 @@ public final class PushTokenLifecycle {
     func turnOff() async throws(PushAPIError) {
         await acquire()
         defer { release() }
-        var token = store.string(forKey: StateKey.registeredToken)
-        if token == nil { token = try? await tokenSource.currentToken() }
-        if let token { try await api.unregister(token: token) }
+        var registration = registered()
+        if registration == nil { registration = try? await source.currentRegistration() }
+        if let registration { try await api.unregister(registration) }
         forget()
     }
 
@@ -167,12 +206,15 @@ public final class PushTokenLifecycle {
         await acquire()
         defer { release() }
         var failure: PushAPIError?
-        if let token = store.string(forKey: StateKey.registeredToken) {
+        if let registration = registered() {
             do {
-                try await api.unregister(token: token)
+                try await api.unregister(registration)
             } catch {
                 failure = error
-                if keepPending { store.set(token, forKey: StateKey.pendingUnregisterToken) }
+                if keepPending {
+                    store.set(registration.text, forKey: StateKey.pendingUnregisterToken)
+                    store.set(registration.field, forKey: StateKey.pendingUnregisterTarget)
+                }
             }
         }
         forget()
@@ -183,20 +225,32 @@ public final class PushTokenLifecycle {
     func flushPendingUnregister() async {
         await acquire()
         defer { release() }
-        guard mode.isCaregiver, let token = store.string(forKey: StateKey.pendingUnregisterToken) else { return }
-        if (try? await api.unregister(token: token)) != nil {
+        guard mode.isCaregiver, let text = store.string(forKey: StateKey.pendingUnregisterToken) else { return }
+        let pending = PushRegistrationID(text: text, field: store.string(forKey: StateKey.pendingUnregisterTarget))
+        if (try? await api.unregister(pending)) != nil {
             store.set(nil, forKey: StateKey.pendingUnregisterToken)
+            store.set(nil, forKey: StateKey.pendingUnregisterTarget)
         }
     }
 
-    /// The server's record of the registered token (`nil`: the server has none).
-    func registeredDeviceStatus() async throws(PushAPIError) -> (token: String, status: CaregiverPushDeviceStatus?)? {
+    /// The server's record of the registered token or FID (`nil`: the server has none).
+    func registeredDeviceStatus() async throws(PushAPIError)
+        -> (registration: PushRegistrationID, status: CaregiverPushDeviceStatus?)?
+    {
         await acquire()
         defer { release() }
-        guard let token = store.string(forKey: StateKey.registeredToken) else { return nil }
+        guard let registration = registered() else { return nil }
         return (
-            token, try await api.deviceStatus(token: token, environment: environment, installationId: installationId)
+            registration,
+            try await api.deviceStatus(registration, environment: environment, installationId: installationId)
         )
+    }
+
+    /// What was registered last, with its kind.
+    private func registered() -> PushRegistrationID? {
+        store.string(forKey: StateKey.registeredToken).map {
+            PushRegistrationID(text: $0, field: store.string(forKey: StateKey.registeredTarget))
+        }
     }
 
     /// Push is OFF because the server disabled this phone: forgets the registration and keeps the reason.
@@ -228,12 +282,13 @@ public final class PushTokenLifecycle {
         if offReason != reason { offReason = reason }
     }
 
-    /// Whether a registration is due by the rules above (token changed, 30 days, last attempt failed).
-    func isRegistrationDue(_ token: String) -> Bool { needsRegistration(token) }
+    /// Whether a registration is due by the rules above (token or FID changed, 30 days, last attempt failed).
+    func isRegistrationDue(_ registration: PushRegistrationID) -> Bool { needsRegistration(registration) }
 
     private func forget() {
         for key in [
-            StateKey.isPushEnabled, StateKey.registeredToken, StateKey.registeredEnvironment, StateKey.lastSuccessAt,
+            StateKey.isPushEnabled, StateKey.registeredToken, StateKey.registeredTarget, StateKey.registeredEnvironment,
+            StateKey.lastSuccessAt,
             StateKey.lastAttemptFailed, StateKey.offReason,
         ] {
             store.set(nil, forKey: key)
@@ -241,9 +296,9 @@ public final class PushTokenLifecycle {
         reload()
     }
 
-    private func needsRegistration(_ token: String) -> Bool {
+    private func needsRegistration(_ registration: PushRegistrationID) -> Bool {
         if store.string(forKey: StateKey.lastAttemptFailed) == "true" { return true }
-        guard store.string(forKey: StateKey.registeredToken) == token,
+        guard registered() == registration,
             store.string(forKey: StateKey.registeredEnvironment) == environment.rawValue,
             let last = store.string(forKey: StateKey.lastSuccessAt).flatMap(Double.init)
         else { return true }
@@ -251,14 +306,16 @@ public final class PushTokenLifecycle {
     }
 
     /// Sends one registration and records its outcome. The caller holds the lock.
-    private func register(_ token: String) async throws(PushAPIError) {
+    private func register(_ registration: PushRegistrationID) async throws(PushAPIError) {
         do {
-            try await api.register(token: token, environment: environment, installationId: installationId)
+            try await api.register(registration, environment: environment, installationId: installationId)
         } catch {
             store.set("true", forKey: StateKey.lastAttemptFailed)
             throw error
         }
-        store.set(token, forKey: StateKey.registeredToken)
+        store.set(registration.text, forKey: StateKey.registeredToken)
+        store.set(
+            registration == .token(registration.text) ? nil : registration.field, forKey: StateKey.registeredTarget)
         store.set(environment.rawValue, forKey: StateKey.registeredEnvironment)
         store.set(String(clock.now().timeIntervalSince1970), forKey: StateKey.lastSuccessAt)
         store.set(nil, forKey: StateKey.lastAttemptFailed)

@@ -34,6 +34,8 @@ public final class CannedHTTPServer: Sendable {
     public struct Request: Sendable, Hashable {
         public let path: String
         public let authorization: String?
+        /// The request's body, as sent.
+        public var body: String = ""
     }
 
     public let port: Int
@@ -87,7 +89,8 @@ public final class CannedHTTPServer: Sendable {
         let path = lines.first?.split(separator: " ").dropFirst().first.map(String.init) ?? ""
         let authorization = lines.lazy.compactMap { Self.header($0, "authorization") }.first
         let answer = state.withLock { state in
-            state.requests.append(Request(path: path, authorization: authorization))
+            let body = String(decoding: received[(headerEnd ?? received.count)...], as: UTF8.self)
+            state.requests.append(Request(path: path, authorization: authorization, body: body))
             return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
         }
         var head = "HTTP/1.1 \(answer.status) Canned\r\nContent-Type: application/json\r\n"

@@ -55,6 +55,20 @@ public final class FakeTokenSource: PushTokenSource {
     }
 }
 
+/// `Messaging.messaging().register()` on the FID path: answers the FID it holds.
+@MainActor
+public final class FakeFIDSource: PushRegistrationSource {
+    public var fid: String
+    public private(set) var requests = 0
+
+    public init(_ fid: String) { self.fid = fid }
+
+    public func currentRegistration() async throws -> PushRegistrationID {
+        requests += 1
+        return .fid(fid)
+    }
+}
+
 /// `UserDefaults` (or the Keychain) in memory; a reinstall is a new `MemoryStore`.
 @MainActor
 public final class MemoryStore: PushStateStore {
@@ -86,6 +100,9 @@ public actor StubPushAPI: PushAPI {
         case register(token: String, environment: PushEnvironment, installationId: String?)
         case unregister(token: String)
         case deviceStatus(token: String)
+        case registerFID(fid: String, environment: PushEnvironment, installationId: String?)
+        case unregisterFID(fid: String)
+        case deviceStatusFID(fid: String)
     }
 
     public private(set) var calls: [Call] = []
@@ -113,6 +130,36 @@ public actor StubPushAPI: PushAPI {
     {
         try record(.deviceStatus(token: token))
         return status
+    }
+
+    public func register(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError)
+    {
+        switch registration {
+        case .token(let token):
+            try await register(token: token, environment: environment, installationId: installationId)
+        case .fid(let fid):
+            try record(.registerFID(fid: fid, environment: environment, installationId: installationId))
+        }
+    }
+
+    public func unregister(_ registration: PushRegistrationID) async throws(PushAPIError) {
+        switch registration {
+        case .token(let token): try await unregister(token: token)
+        case .fid(let fid): try record(.unregisterFID(fid: fid))
+        }
+    }
+
+    public func deviceStatus(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
+        async throws(PushAPIError) -> CaregiverPushDeviceStatus?
+    {
+        switch registration {
+        case .token(let token):
+            return try await deviceStatus(token: token, environment: environment, installationId: installationId)
+        case .fid(let fid):
+            try record(.deviceStatusFID(fid: fid))
+            return status
+        }
     }
 
     private func record(_ call: Call) throws(PushAPIError) {

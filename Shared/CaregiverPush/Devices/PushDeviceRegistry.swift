@@ -24,20 +24,33 @@ public struct PushDeviceRegistry {
         case ios
     }
 
+    /// What a device's identity is, and the HTTP v1 field a message names it by (`push_devices.target`): an FCM
+    /// registration token, or the Firebase Installation ID that FCM addresses since 2026.
+    public enum Target: String, Sendable, CaseIterable {
+        case token
+        case fid
+    }
+
     /// A registration as validated from a request.
     public struct Registration: Sendable {
+        /// The device's identity: a registration token, or a FID (``target``).
         public var token: String
+        public var target: Target
         public var platform: Platform
         public var environment: Configuration.PushEnvironment
+        /// The app's installation; a FID registration without one is its own installation (the FID is the
+        /// installation's id), so that the token it replaces, registered with the same id, is disabled.
         public var installationID: String?
 
         public init(
-            token: String, platform: Platform, environment: Configuration.PushEnvironment, installationID: String?
+            token: String, target: Target = .token, platform: Platform, environment: Configuration.PushEnvironment,
+            installationID: String?
         ) {
             self.token = token
+            self.target = target
             self.platform = platform
             self.environment = environment
-            self.installationID = installationID
+            self.installationID = installationID ?? (target == .fid ? token : nil)
         }
     }
 
@@ -108,6 +121,15 @@ public struct PushDeviceRegistry {
                     \(caregiverID), \(registration.token), \(Self.tokenHash(registration.token)),
                     \(registration.platform.rawValue), \(registration.environment.rawValue), \(registration.installationID),
                     \(max(deviceCap, 1)), \(Self.disabledRowsKept))
+                """)
+            // The identity's kind, set in the same transaction (the function's locks are held until COMMIT): one
+            // statement on the row the call upserted, by its unique key.
+            _ = flight.add(
+                """
+                UPDATE caregiver_push.push_devices SET target = \(registration.target.rawValue), updated_at = now()
+                WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
+                  AND token_sha256 = \(Self.tokenHash(registration.token))
+                  AND target <> \(registration.target.rawValue)
                 """)
             guard let row = try transaction.run(flight)[call].single else {
                 throw PostgresError(.unexpectedResult, serverMessage: "register_push_device returned no row")

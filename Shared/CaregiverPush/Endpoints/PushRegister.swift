@@ -5,7 +5,9 @@ import FoundationEssentials
 /// `POST /api/push/register` — a caregiver registers (or refreshes) a phone for pushes
 /// (docs/behaviour.md#push-register).
 ///
-/// Body `{token, platform, environment, installationId?}` → 200 `{"ok": true}`. Idempotent.
+/// Body `{token | fid, platform, environment, installationId?}` → 200 `{"ok": true}`. Idempotent. `fid` is the
+/// Firebase Installation ID that FCM addresses since 2026; a FID registration replaces the token registered by the
+/// same installation (docs/behaviour.md#devices).
 ///
 /// With `"statusOnly": true` it changes nothing and answers the caregiver's record of that token instead:
 /// `{"ok": true, "device": {"enabled": false, "disabledReason": "UNREGISTERED"}}`, or `"device": null` when there is
@@ -77,7 +79,7 @@ public struct PushRegister: Endpoint {
     /// Checks every field and reports all invalid ones at once (422).
     static func validate(_ body: RequestBody) throws(Problem) -> PushDeviceRegistry.Registration {
         var fields = FieldValidator(body)
-        let token = fields.deviceToken()
+        let identity = fields.deviceIdentity()
         let platform = fields.oneOf("platform", PushDeviceRegistry.Platform.self, message: "platform must be ios")
         let environment = fields.oneOf(
             "environment", Configuration.PushEnvironment.self, message: "environment must be DEV or PROD")
@@ -89,7 +91,9 @@ public struct PushRegister: Endpoint {
         }
         _ = fields.flag("statusOnly")
         try fields.finish()
-        guard let token, let platform, let environment else { throw .validation(fields.errors) }
-        return .init(token: token, platform: platform, environment: environment, installationID: installationID)
+        guard let identity, let platform, let environment else { throw .validation(fields.errors) }
+        return .init(
+            token: identity.text, target: identity.target, platform: platform, environment: environment,
+            installationID: installationID)
     }
 }

@@ -31,9 +31,9 @@ public struct PushUnregister: Endpoint {
     /// Checks the body (422 when `token` is missing or invalid) and returns the device token.
     static func validate(_ body: RequestBody) throws(Problem) -> String {
         var fields = FieldValidator(body)
-        let token = fields.deviceToken()
+        let identity = fields.deviceIdentity()
         try fields.finish()
-        guard let token else { throw .validation(fields.errors) }
-        return token
+        guard let identity else { throw .validation(fields.errors) }
+        return identity.text
     }
 }

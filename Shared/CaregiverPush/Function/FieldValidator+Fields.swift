@@ -65,6 +65,26 @@ extension FieldValidator {
         }
     }
 
+    /// The device's identity: `token` (a registration token) or `fid` (a Firebase Installation ID, 22 characters of
+    /// `A-Z a-z 0-9 - _`), exactly one of them, even as `null`. Without either, "token is required", as before FIDs.
+    mutating func deviceIdentity() -> (text: String, target: PushDeviceRegistry.Target)? {
+        // A member sent as `null` counts as sent: `{"token": …, "fid": null}` is not a token registration.
+        let members = self.members
+        let sent = { (field: String) in members[field] != nil }
+        guard sent("fid") else { return deviceToken().map { ($0, .token) } }
+        guard !sent("token") else {
+            reject("fid", "send token or fid, not both")
+            return nil
+        }
+        return string(
+            "fid", required: true,
+            invalidMessage: "fid must be a Firebase Installation ID: 22 characters of A-Z a-z 0-9 - _"
+        ) { value in
+            value.utf8.count == 22
+                && value.consists { Self.isTokenCharacter($0) && $0 != UInt8(ascii: ":") && $0 != UInt8(ascii: ".") }
+        }.map { ($0, .fid) }
+    }
+
     static func isTokenCharacter(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),

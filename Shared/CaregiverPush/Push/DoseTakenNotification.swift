@@ -114,6 +114,20 @@ public enum DoseTakenMessage {
             return bytes
         }
 
+        /// The message to the device whose Firebase Installation ID is `fid` (HTTP v1's `message.fid`), encoded
+        /// whole: `fid` does not sort last among the message's keys, so the token's shortcut does not apply.
+        public func json(fid: String) -> [UInt8] {
+            guard
+                case .object(var outer) = DoseTakenMessage.message(
+                    for: event, displayName: displayName, deviceToken: ""),
+                case .object(var message) = outer["message"]
+            else { return [] }
+            message["token"] = nil
+            message["fid"] = .string(fid)
+            outer["message"] = .object(message)
+            return JSONCoding.encode(JSONValue.object(outer)) ?? []
+        }
+
         /// The same message addressed to `topic` instead of a device, with `validate_only`: FCM checks everything
         /// of it (the project, the sender's rights, the payload) and delivers nothing (`runner check-deployment`).
         public func validationJSON(topic: String) -> [UInt8] {

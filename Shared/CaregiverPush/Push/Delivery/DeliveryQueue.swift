@@ -12,7 +12,17 @@ struct LeasedDelivery {
     let attempts: Int
     /// Its event's message, encoded once for every delivery of the event in the lease.
     let message: DoseTakenMessage.Template
+    /// The HTTP v1 field the message names the device by (`token` holds a FID when this is `.fid`).
+    var target: PushDeviceRegistry.Target = .token
     var event: DoseTakenEvent { message.event }
+
+    /// The message to this device, addressed by its kind of identity.
+    var body: [UInt8] {
+        switch target {
+        case .token: message.json(deviceToken: token)
+        case .fid: message.json(fid: token)
+        }
+    }
 }
 
 /// What became of one leased delivery.
@@ -80,14 +90,16 @@ enum DeliveryQueue {
                 FROM due, caregiver_push.push_events e, caregiver_push.push_devices d, caregiver_push.patients pt
                 WHERE p.id = due.id AND e.event_key = p.event_key AND d.id = p.push_device_id AND pt.id = e.patient_id
                 RETURNING p.id, d.id, d.token, p.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
-                          e.recording_group_id, e.taken_at, e.within_time, pt.display_name
+                          e.recording_group_id, e.taken_at, e.within_time, pt.display_name, d.target
                 """
             ).map { row in
                 let (deliveryID, deviceID, token, attempts) = try row.decode((UUID, UUID, String, Int).self)
                 let eventKey = try row.decode(String.self, at: 4)
+                let target = PushDeviceRegistry.Target(rawValue: try row.decode(String.self, at: 12)) ?? .token
                 if let message = messages[eventKey] {
                     return LeasedDelivery(
-                        deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message)
+                        deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message,
+                        target: target)
                 }
                 let (patientID, date, slot) = try (
                     row.decode(AppID.self, at: 5), row.decode(String.self, at: 6), row.decode(String.self, at: 7)
@@ -105,7 +117,8 @@ enum DeliveryQueue {
                 let message = DoseTakenMessage.Template(event: event, displayName: displayName)
                 messages[eventKey] = message
                 return LeasedDelivery(
-                    deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message)
+                    deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message,
+                    target: target)
             }
         }
         return (token, deliveries)

@@ -148,7 +148,7 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
                 Progress(
                     outcome: DeliveryOutcome(delivery: delivery, status: .pending, attempts: delivery.attempts),
                     body: settings.validationTopic.map { delivery.message.validationJSON(topic: $0) }
-                        ?? delivery.message.json(deviceToken: delivery.token),
+                        ?? delivery.body,
                     lease: leases.count - 1))
         }
         for index in first..<progress.count { attempt(index) }
