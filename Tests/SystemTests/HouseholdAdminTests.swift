@@ -342,7 +342,7 @@ struct HouseholdAdminTests {
             let functions = try owner.query(
                 "SELECT oid::regprocedure::text FROM pg_proc WHERE proname LIKE 'household\\_%' ORDER BY 1"
             ).map { try $0.decode(String.self, at: 0) }
-            #expect(functions.count == 10)
+            #expect(functions.count == 11)
             for role in ["anon", "authenticated", "service_role"] {
                 for function in functions {
                     #expect(

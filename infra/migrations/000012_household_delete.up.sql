@@ -1,19 +1,16 @@
 -- With an app mapping (docs/deploy.md#bring-your-own-tables) the households are the app's: `patients` is then a view
 -- over the app's own table, which these functions must not write around the app. Each of them says so, before
--- anything else, rather than failing on whatever the app's table demands.
-CREATE OR REPLACE FUNCTION caregiver_push.household_check_caller(routine text) RETURNS void
+-- anything else, rather than failing on whatever the app's table demands: 000011's caller check keeps its body under
+-- the name `household_check_login`, and `household_check_caller`, which every household function calls first, is now
+-- that check and this one.
+ALTER FUNCTION caregiver_push.household_check_caller(text) RENAME TO household_check_login;
+
+CREATE FUNCTION caregiver_push.household_check_caller(routine text) RETURNS void
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $check$
 BEGIN
-    IF NOT pg_catalog.pg_has_role(session_user, 'caregiver_push_households', 'MEMBER')
-        AND NOT pg_catalog.pg_has_role(
-            session_user,
-            (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'caregiver_push'), 'MEMBER')
-    THEN
-        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
-            MESSAGE = routine || ' is for the role caregiver_push_households';
-    END IF;
+    PERFORM caregiver_push.household_check_login(routine);
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_class c
                WHERE c.relnamespace = 'caregiver_push'::regnamespace AND c.relname = 'patients' AND c.relkind = 'v')
     THEN
@@ -22,6 +19,8 @@ BEGIN
     END IF;
 END
 $check$;
+
+REVOKE ALL ON FUNCTION caregiver_push.household_check_caller(text) FROM PUBLIC;
 
 -- Deletes a patient and everything of theirs: caregiver links, patient sessions, medications and schedule times,
 -- dose and PRN records, and the push events of their doses with those events' deliveries (the foreign keys cascade

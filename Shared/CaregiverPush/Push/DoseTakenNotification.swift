@@ -117,29 +117,26 @@ public enum DoseTakenMessage {
         /// The message to the device whose Firebase Installation ID is `fid` (HTTP v1's `message.fid`), encoded
         /// whole: `fid` does not sort last among the message's keys, so the token's shortcut does not apply.
         public func json(fid: String) -> [UInt8] {
-            guard
-                case .object(var outer) = DoseTakenMessage.message(
-                    for: event, displayName: displayName, deviceToken: ""),
-                case .object(var message) = outer["message"]
-            else { return [] }
-            message["token"] = nil
-            message["fid"] = .string(fid)
-            outer["message"] = .object(message)
-            return JSONCoding.encode(JSONValue.object(outer)) ?? []
+            addressed(to: "fid", fid, validateOnly: false)
         }
 
         /// The same message addressed to `topic` instead of a device, with `validate_only`: FCM checks everything
         /// of it (the project, the sender's rights, the payload) and delivers nothing (`runner check-deployment`).
         public func validationJSON(topic: String) -> [UInt8] {
+            addressed(to: "topic", topic, validateOnly: true)
+        }
+
+        /// The message with `target` (`fid` or `topic`) in place of `token`, and `validate_only` when asked.
+        private func addressed(to target: String, _ value: String, validateOnly: Bool) -> [UInt8] {
             guard
                 case .object(var outer) = DoseTakenMessage.message(
                     for: event, displayName: displayName, deviceToken: ""),
                 case .object(var message) = outer["message"]
             else { return [] }
             message["token"] = nil
-            message["topic"] = .string(topic)
+            message[target] = .string(value)
             outer["message"] = .object(message)
-            outer["validate_only"] = .bool(true)
+            if validateOnly { outer["validate_only"] = .bool(true) }
             return JSONCoding.encode(JSONValue.object(outer)) ?? []
         }
 
