@@ -19,8 +19,10 @@ public enum DoseTakenPayload {
         public static let slot = "slot"
         /// The slot-bulk recording's id (a lowercase UUID), or the empty string.
         public static let recordingGroupID = "recordingGroupId"
+        /// A ``DoseRecorder`` raw value: who recorded the doses.
+        public static let recordedBy = "recordedBy"
 
         /// Every key, in the order docs/behaviour.md#payload lists them.
-        public static let all = [type, patientID, date, slot, recordingGroupID]
+        public static let all = [type, patientID, date, slot, recordingGroupID, recordedBy]
     }
 }

@@ -28,11 +28,23 @@ public protocol PushAPI: Sendable {
     /// The server's record of this phone, by its token or its FID.
     func deviceStatus(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
         async throws(PushAPIError) -> CaregiverPushDeviceStatus?
+
+    /// Registers (or refreshes) this phone, with the language its pushes are to be worded in (`ja`, `en`).
+    func register(
+        _ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?, language: String
+    ) async throws(PushAPIError)
 }
 
 /// A stand-in written before FIDs implements the token calls only: the token path goes to them, and the FID path is
-/// refused as the server would refuse a body it cannot read (422), so an app's tests notice the missing calls.
+/// refused as the server would refuse a body it cannot read (422), so an app's tests notice the missing calls. One
+/// written before languages registers without one (the server keeps the device's language, Japanese for a new one).
 extension PushAPI {
+    public func register(
+        _ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?, language: String
+    ) async throws(PushAPIError) {
+        try await register(registration, environment: environment, installationId: installationId)
+    }
+
     public func register(_ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?)
         async throws(PushAPIError)
     {

@@ -65,6 +65,16 @@ public struct PushAPIClient: PushAPI {
         _ = try await post("api/push/register", body(registration, environment, installationId))
     }
 
+    /// Registers (or refreshes) this phone with the language its pushes are worded in (`language` in the body).
+    /// - Throws: ``PushAPIError``.
+    public func register(
+        _ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?, language: String
+    ) async throws(PushAPIError) {
+        var body = body(registration, environment, installationId)
+        body["language"] = .string(language)
+        _ = try await post("api/push/register", body)
+    }
+
     /// Stops pushes to this token for the caregiver (the server soft-disables it; `200` also when nothing matched).
     /// - Throws: ``PushAPIError``.
     public func unregister(token: String) async throws(PushAPIError) {

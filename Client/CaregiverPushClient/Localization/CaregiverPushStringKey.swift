@@ -37,8 +37,10 @@ public enum CaregiverPushStringKey: String, Sendable, CaseIterable {
     // The in-app banner for a push arriving in the foreground.
     case bannerLabel = "caregiver.push.banner.accessibility.label"
     case bannerHint = "caregiver.push.banner.accessibility.hint"
-    // The server's notification text (DoseTakenMessage): held equal to the server's templates by a test.
+    // The server's notification text: PushPayloadContract's DoseTakenText, held equal to it by a test.
     case pushTitle = "push.doseTaken.title"
     case pushBody = "push.doseTaken.body"
     case pushBodyWithinTime = "push.doseTaken.body.withinTime"
+    case pushBodyByCaregiver = "push.doseTaken.body.byCaregiver"
+    case pushBodyWithinTimeByCaregiver = "push.doseTaken.body.withinTime.byCaregiver"
 }

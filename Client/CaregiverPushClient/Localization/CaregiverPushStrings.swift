@@ -60,9 +60,18 @@ public struct CaregiverPushStrings: Sendable {
         Self.format(table[key.rawValue] ?? key.rawValue, arguments)
     }
 
-    /// The notification body the server sends for a TAKEN dose, as the catalog words it.
-    public func doseTakenBody(displayName: String, withinTime: Bool) -> String {
-        self(withinTime ? .pushBodyWithinTime : .pushBody, displayName)
+    /// The notification body the server sends for a TAKEN dose, as the catalog words it (the key by
+    /// `DoseTakenText.bodyKey`: "on time" only when every dose was, "a caregiver recorded" only when one recorded all).
+    public func doseTakenBody(displayName: String, withinTime: Bool, recorder: DoseRecorder = .patient) -> String {
+        let key: CaregiverPushStringKey =
+            switch DoseTakenText.bodyKey(withinTime: withinTime, recorder: recorder) {
+            case .title: .pushTitle
+            case .body: .pushBody
+            case .bodyWithinTime: .pushBodyWithinTime
+            case .bodyByCaregiver: .pushBodyByCaregiver
+            case .bodyWithinTimeByCaregiver: .pushBodyWithinTimeByCaregiver
+            }
+        return self(key, displayName)
     }
 
     static func format(_ template: String, _ arguments: [String]) -> String {

@@ -30,7 +30,7 @@ public enum CaregiverPushRecheckOutcome: Sendable, Hashable {
     case notApplicable
     /// Everything as it was.
     case unchanged
-    /// The token had changed, was 30 days old or its last registration failed: registered again.
+    /// The token had changed, was a day old (``PushTokenLifecycle/refreshInterval``), its language changed or its last registration failed: registered again.
     case reregistered
     /// Push went OFF, for this reason.
     case turnedOff(CaregiverPushOffReason)
@@ -151,7 +151,7 @@ public final class CaregiverPushSettingsModel {
     /// in caregiver mode, in this order:
     /// 1. notification permission: revoked in the Settings app → OFF (``CaregiverPushOffReason/permissionRevoked``),
     ///    and the server is told (again at the next re-check if it could not be reached);
-    /// 2. the FCM token: changed, 30 days old, or its last registration failed → registered again;
+    /// 2. the FCM token: changed, a day old, in another language, or its last registration failed → registered again;
     /// 3. the server's record of the token: disabled (FCM said `UNREGISTERED`…) → OFF with the reason.
     @discardableResult
     public func recheck() async -> CaregiverPushRecheckOutcome {

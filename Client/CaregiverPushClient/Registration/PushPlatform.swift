@@ -54,7 +54,7 @@ public protocol PushStateStore {
     func set(_ value: String?, forKey key: String)
 }
 
-/// The current time, so that the 30-day re-registration can be tested without waiting 30 days.
+/// The current time, so that the daily re-registration can be tested without waiting a day.
 public protocol PushClock: Sendable {
     func now() -> Date
 }

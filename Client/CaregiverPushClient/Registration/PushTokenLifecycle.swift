@@ -4,9 +4,10 @@ import Observation
 /// Keeps the server's record of this phone's FCM token current (docs/app-integration.md, the token lifecycle's gates).
 ///
 /// On launch and on every token refresh callback, while the caregiver has push turned on, it registers when
-/// - the token differs from the last one registered (or the environment does), or
-/// - the last successful registration is older than ``refreshInterval`` (30 days, Google's monthly token refresh
-///   guidance; the server also uses `last_seen_at` to find stale devices), or
+/// - the token differs from the last one registered (or the environment or the ``language`` does), or
+/// - the last successful registration is older than ``refreshInterval`` (a day: the server sends nothing to a
+///   registration not renewed for `PUSH_DEVICE_STALE_DAYS`, 30 by default, so that a phone whose session ended
+///   without a sign-out stops receiving; docs/behaviour.md#registration-bound), or
 /// - the last attempt failed (so a failed write is retried on the next launch).
 ///
 /// Otherwise it sends nothing, so repeated launches do not add registrations. Registrations and unregistrations run
@@ -26,7 +27,7 @@ import Observation
 @Observable
 public final class PushTokenLifecycle {
     /// A registration older than this is renewed on the next launch or token callback.
-    public static let refreshInterval: TimeInterval = 30 * 24 * 60 * 60
+    public static let refreshInterval: TimeInterval = 24 * 60 * 60
 
     /// The keys this type writes; all under `caregiverPush.`.
     public enum StateKey {
@@ -37,6 +38,8 @@ public final class PushTokenLifecycle {
         /// `fid` when the registered identity is a Firebase Installation ID; absent for a token.
         public static let registeredTarget = "caregiverPush.registeredTarget"
         public static let registeredEnvironment = "caregiverPush.registeredEnvironment"
+        /// The language the phone was registered with.
+        public static let registeredLanguage = "caregiverPush.registeredLanguage"
         public static let lastSuccessAt = "caregiverPush.lastSuccessAt"
         public static let lastAttemptFailed = "caregiverPush.lastAttemptFailed"
         /// A token whose unregistration failed when permission was revoked; sent again at the next re-check.
@@ -60,6 +63,9 @@ public final class PushTokenLifecycle {
     public private(set) var offReason: CaregiverPushOffReason?
 
     public let environment: PushEnvironment
+    /// The language this phone's pushes are worded in: the kit's own (``CaregiverPushStrings/preferred(appLocalizations:developmentLocalization:preferredLanguages:)``),
+    /// so that a push and the app's screens speak one language.
+    public let language: String
     let source: any PushRegistrationSource
     private let api: any PushAPI
     private let store: any PushStateStore
@@ -76,22 +82,24 @@ public final class PushTokenLifecycle {
     public convenience init(
         api: any PushAPI, environment: PushEnvironment, tokenSource: any PushTokenSource,
         store: any PushStateStore, installationStore: (any PushStateStore)? = nil,
-        clock: any PushClock = SystemPushClock()
+        clock: any PushClock = SystemPushClock(), language: String? = nil
     ) {
         self.init(
             api: api, environment: environment, registrationSource: TokenRegistrationSource(tokens: tokenSource),
-            store: store, installationStore: installationStore, clock: clock)
+            store: store, installationStore: installationStore, clock: clock, language: language)
     }
 
     /// The FID path (an app with `FirebaseMessagingInstallationIdEnabled`): `registrationSource` answers
     /// `Messaging.messaging().register()`'s FID; the other parameters as for the token path.
+    ///   - language: the language pushes are worded in; the kit's own when `nil`.
     public init(
         api: any PushAPI, environment: PushEnvironment, registrationSource: any PushRegistrationSource,
         store: any PushStateStore, installationStore: (any PushStateStore)? = nil,
-        clock: any PushClock = SystemPushClock()
+        clock: any PushClock = SystemPushClock(), language: String? = nil
     ) {
         self.api = api
         self.environment = environment
+        self.language = language ?? CaregiverPushStrings.preferred().language
         self.source = registrationSource
         self.store = store
         self.installationStore = installationStore ?? store
@@ -282,13 +290,13 @@ public final class PushTokenLifecycle {
         if offReason != reason { offReason = reason }
     }
 
-    /// Whether a registration is due by the rules above (token or FID changed, 30 days, last attempt failed).
+    /// Whether a registration is due by the rules above (token or FID, environment or language changed, a day old, last attempt failed).
     func isRegistrationDue(_ registration: PushRegistrationID) -> Bool { needsRegistration(registration) }
 
     private func forget() {
         for key in [
             StateKey.isPushEnabled, StateKey.registeredToken, StateKey.registeredTarget, StateKey.registeredEnvironment,
-            StateKey.lastSuccessAt,
+            StateKey.registeredLanguage, StateKey.lastSuccessAt,
             StateKey.lastAttemptFailed, StateKey.offReason,
         ] {
             store.set(nil, forKey: key)
@@ -300,6 +308,7 @@ public final class PushTokenLifecycle {
         if store.string(forKey: StateKey.lastAttemptFailed) == "true" { return true }
         guard registered() == registration,
             store.string(forKey: StateKey.registeredEnvironment) == environment.rawValue,
+            store.string(forKey: StateKey.registeredLanguage) == language,
             let last = store.string(forKey: StateKey.lastSuccessAt).flatMap(Double.init)
         else { return true }
         return clock.now().timeIntervalSince1970 - last >= Self.refreshInterval
@@ -308,7 +317,8 @@ public final class PushTokenLifecycle {
     /// Sends one registration and records its outcome. The caller holds the lock.
     private func register(_ registration: PushRegistrationID) async throws(PushAPIError) {
         do {
-            try await api.register(registration, environment: environment, installationId: installationId)
+            try await api.register(
+                registration, environment: environment, installationId: installationId, language: language)
         } catch {
             store.set("true", forKey: StateKey.lastAttemptFailed)
             throw error
@@ -317,6 +327,7 @@ public final class PushTokenLifecycle {
         store.set(
             registration == .token(registration.text) ? nil : registration.field, forKey: StateKey.registeredTarget)
         store.set(environment.rawValue, forKey: StateKey.registeredEnvironment)
+        store.set(language, forKey: StateKey.registeredLanguage)
         store.set(String(clock.now().timeIntervalSince1970), forKey: StateKey.lastSuccessAt)
         store.set(nil, forKey: StateKey.lastAttemptFailed)
     }

@@ -45,7 +45,7 @@ struct PushTokenLifecycleTests {
         #expect(server.registrations(atLeast: 2) == 2)
     }
 
-    @Test("a registration older than 30 days is renewed on the next launch; a younger one is not")
+    @Test("a registration older than a day is renewed on the next launch; a younger one is not")
     func monthlyRenewal() async throws {
         let server = try RunnerServer.forClient()
         let app = CaregiverApp(baseURL: server.baseURL)
@@ -82,7 +82,7 @@ struct PushTokenLifecycleTests {
         #expect(store.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == nil)
     }
 
-    @Test("a failed renewal of the same token is retried at the next launch, not only after 30 more days")
+    @Test("a failed renewal of the same token is retried at the next launch, not only a day later")
     func failedRenewalRetried() async throws {
         let up = try RunnerServer.forClient()
         let before = await CaregiverApp.enabled(baseURL: up.baseURL)
@@ -92,7 +92,7 @@ struct PushTokenLifecycleTests {
         clock.current += PushTokenLifecycle.refreshInterval + 60
         await failing.lifecycle.applicationDidLaunch()
         #expect(store.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == "true")
-        // Back within the 30 days of the last success (the clock went back, as a phone's may): only the failure
+        // Back within the day of the last success (the clock went back, as a phone's may): only the failure
         // flag says to register.
         clock.current -= PushTokenLifecycle.refreshInterval
         let next = before.relaunched(baseURL: up.baseURL)

@@ -36,6 +36,36 @@ struct FIDPathTests {
             ])
     }
 
+    @Test("the registration carries the phone's language; another language, or a day's age, registers again")
+    func languageAndRenewal() async {
+        let api = StubPushAPI()
+        let (store, installations, clock) = (MemoryStore(), MemoryStore(), MovableClock())
+        let caregiver = UUID()
+        let english = PushTokenLifecycle(
+            api: api, environment: .prod, registrationSource: FakeFIDSource(Self.fid), store: store,
+            installationStore: installations, clock: clock, language: "en")
+        english.setMode(.caregiver(caregiver))
+        await CaregiverPushSettingsModel(lifecycle: english, permission: FakePermission(granted: true))
+            .setPushEnabled(true)
+        await english.applicationDidLaunch()
+        #expect(await api.languages == ["en"])
+        // The phone switched to Japanese (iOS relaunches the app): the next launch registers the new language.
+        let japanese = PushTokenLifecycle(
+            api: api, environment: .prod, registrationSource: FakeFIDSource(Self.fid), store: store,
+            installationStore: installations, clock: clock, language: "ja")
+        japanese.setMode(.caregiver(caregiver))
+        await japanese.applicationDidLaunch()
+        #expect(await api.languages == ["en", "ja"])
+        // Within a day nothing more; a day on, the registration is renewed (the server's bound is counted from it).
+        clock.current += PushTokenLifecycle.refreshInterval - 60
+        await japanese.applicationDidLaunch()
+        #expect(await api.languages == ["en", "ja"])
+        clock.current += 120
+        await japanese.applicationDidLaunch()
+        #expect(await api.languages == ["en", "ja", "ja"])
+        #expect(PushTokenLifecycle.refreshInterval <= 24 * 60 * 60)
+    }
+
     @Test("the token path is as before: its token registers, and unregisters by token")
     func tokenPath() async {
         let api = StubPushAPI()

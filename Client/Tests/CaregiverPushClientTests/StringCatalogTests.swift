@@ -76,6 +76,30 @@ struct StringCatalogTests {
         #expect(ja(.bannerLabel, "A", "B") == "通知、A、B")
     }
 
+    @Test("the push's words are the contract's (DoseTakenText), key for key, in every language both have")
+    func pushTextIsTheContracts() {
+        #expect(Set(DoseTakenText.languages) == Set(CaregiverPushStrings.languages))
+        for language in DoseTakenText.languages {
+            let strings = CaregiverPushStrings(language: language)
+            for key in DoseTakenText.Key.allCases {
+                let kitKey = CaregiverPushStringKey(rawValue: key.rawValue)
+                #expect(kitKey != nil, "the kit lacks \(key.rawValue)")
+                if let kitKey {
+                    #expect(strings(kitKey, "Ann") == DoseTakenText.text(key, language: language, displayName: "Ann"))
+                }
+            }
+            for recorder in DoseRecorder.allCases {
+                for withinTime in [false, true] {
+                    #expect(
+                        strings.doseTakenBody(displayName: "Ann", withinTime: withinTime, recorder: recorder)
+                            == DoseTakenText.text(
+                                DoseTakenText.bodyKey(withinTime: withinTime, recorder: recorder), language: language,
+                                displayName: "Ann"))
+                }
+            }
+        }
+    }
+
     @Test("the language the app's own text is in, not merely the phone's: a Japanese-only app stays Japanese")
     func followsTheApp() {
         func language(_ app: [String], _ development: String?, _ phone: [String]) -> String {

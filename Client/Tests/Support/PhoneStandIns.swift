@@ -106,6 +106,8 @@ public actor StubPushAPI: PushAPI {
     }
 
     public private(set) var calls: [Call] = []
+    /// The language of each registration that carried one, in order.
+    public private(set) var languages: [String] = []
     /// Thrown by the next call, then cleared.
     public var nextFailure: PushAPIError?
     /// What ``deviceStatus(token:environment:installationId:)`` answers.
@@ -141,6 +143,13 @@ public actor StubPushAPI: PushAPI {
         case .fid(let fid):
             try record(.registerFID(fid: fid, environment: environment, installationId: installationId))
         }
+    }
+
+    public func register(
+        _ registration: PushRegistrationID, environment: PushEnvironment, installationId: String?, language: String
+    ) async throws(PushAPIError) {
+        try await register(registration, environment: environment, installationId: installationId)
+        languages.append(language)
     }
 
     public func unregister(_ registration: PushRegistrationID) async throws(PushAPIError) {

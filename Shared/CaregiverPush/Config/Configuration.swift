@@ -38,8 +38,12 @@ public struct Configuration: Sendable {
     public var transactionSettings: TransactionSettings
     /// `PUSH_MAX_AGE_SECONDS`: a delivery whose event was committed longer ago is never sent (`EXPIRED`).
     public var pushMaxAgeSeconds: Int
-    /// `PUSH_DEVICE_STALE_DAYS`: `push-sweep` disables devices not seen for this long (`STALE`).
+    /// `PUSH_DEVICE_STALE_DAYS`: a registration not renewed for this long is sent nothing, and `push-sweep`
+    /// disables it (`STALE`): the bound on how long a phone whose caregiver's session ended keeps receiving
+    /// (docs/behaviour.md#registration-bound).
     public var pushDeviceStaleDays: Int
+    /// `PUSH_DEVICE_STALE_DAYS`' default: Google calls a token stale after about a month without the app checking in.
+    public static let defaultDeviceStaleDays = 30
     /// `PUSH_MAX_DEVICES_PER_CAREGIVER`: enabled devices one caregiver may have; past it the least recently seen
     /// are disabled as `REPLACED`, and one event is sent to at most this many devices per caregiver.
     public var pushMaxDevicesPerCaregiver: Int
@@ -139,7 +143,7 @@ public struct Configuration: Sendable {
         pushSendDeadlineMilliseconds = integer(
             "PUSH_SEND_DEADLINE_MS", default: 10_000, range: 1...900_000, unit: "milliseconds")
         pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")
-        pushDeviceStaleDays = integer("PUSH_DEVICE_STALE_DAYS", default: 270, range: 1...3650, unit: "days")
+        pushDeviceStaleDays = integer("PUSH_DEVICE_STALE_DAYS", default: Self.defaultDeviceStaleDays, range: 1...3650, unit: "days")
         pushMaxDevicesPerCaregiver = integer(
             "PUSH_MAX_DEVICES_PER_CAREGIVER", default: PushDeviceRegistry.defaultDeviceCap, range: 1...100,
             unit: "devices")

@@ -41,12 +41,16 @@ public struct PushDeviceRegistry {
         /// The app's installation; a FID registration without one is its own installation (the FID is the
         /// installation's id), so that the token it replaces, registered with the same id, is disabled.
         public var installationID: String?
+        /// The app's language (a primary language subtag, `en`), which the device's pushes are worded in; `nil`
+        /// keeps what the device registered before (Japanese for a new one).
+        public var language: String?
 
         public init(
             token: String, target: Target = .token, platform: Platform, environment: Configuration.PushEnvironment,
-            installationID: String?
+            installationID: String?, language: String? = nil
         ) {
             self.token = token
+            self.language = language
             self.target = target
             self.platform = platform
             self.environment = environment
@@ -122,14 +126,17 @@ public struct PushDeviceRegistry {
                     \(registration.platform.rawValue), \(registration.environment.rawValue), \(registration.installationID),
                     \(max(deviceCap, 1)), \(Self.disabledRowsKept))
                 """)
-            // The identity's kind, set in the same transaction (the function's locks are held until COMMIT): one
-            // statement on the row the call upserted, by its unique key.
+            // The identity's kind and the language, set in the same transaction (the function's locks are held until
+            // COMMIT): one statement on the row the call upserted, by its unique key.
             _ = flight.add(
                 """
-                UPDATE caregiver_push.push_devices SET target = \(registration.target.rawValue), updated_at = now()
+                UPDATE caregiver_push.push_devices
+                SET target = \(registration.target.rawValue),
+                    language = coalesce(\(registration.language)::text, language), updated_at = now()
                 WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiverID)
                   AND token_sha256 = \(Self.tokenHash(registration.token))
-                  AND target <> \(registration.target.rawValue)
+                  AND (target <> \(registration.target.rawValue)
+                       OR language <> coalesce(\(registration.language)::text, language))
                 """)
             guard let row = try transaction.run(flight)[call].single else {
                 throw PostgresError(.unexpectedResult, serverMessage: "register_push_device returned no row")

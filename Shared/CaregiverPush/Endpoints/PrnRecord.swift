@@ -9,9 +9,21 @@ import FoundationEssentials
 /// patient) → 200 `{record, updatedCount}`. Each call records a dose; a repeat with the same key returns the first
 /// record with `updatedCount: 0` and no push; the same key with another medication, quantity or takenAt (compared
 /// as sent) is 422.
+///
+/// Without a key, the same body sent again within ``retryWindowSeconds`` (a network retry of an app that does not
+/// send the key) is a repeat too: the request is given a key derived from the patient, the body as sent and the
+/// window it arrived in (docs/behaviour.md#prn-retry).
 public struct PrnRecord: Endpoint {
     public let functionName = "prn-record"
     public let method = "POST"
+
+    /// A keyless request repeats an earlier one with the same body that arrived less than this long before it
+    /// (always), or less than twice this long (when the two fall in adjacent windows); never one that arrived
+    /// earlier than that.
+    public static let retryWindowSeconds: Int64 = 60
+    /// Namespace of the advisory lock a keyless request takes on (patient, body): two of them at once are serialised,
+    /// so the second finds the first's record.
+    static let retryLockNamespace = 0x5052_4E52  // "PRNR"
 
     public init() {}
 
@@ -32,17 +44,25 @@ public struct PrnRecord: Endpoint {
             length: 64)
 
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
+        // The key the record is stored under, and the keys of the records it would repeat: the one sent, or the
+        // retry window's (this window's and the one before).
+        let keys =
+            idempotencyKey.map { (stored: $0, repeats: [$0]) }
+            ?? Self.retryKeys(patientID: access.patientID, fingerprint: fingerprint, now: context.now)
+        let lock = idempotencyKey == nil ? (Self.retryLockNamespace, "\(access.patientID):\(fingerprint)") : nil
 
         // One recording transaction: what the checks read, what is written, COMMIT — three round trips (a repeat
         // of a key: two).
-        let (response, push) = try RecordingTransaction.run(access, source: .prnRecord, context: context) {
+        let (response, push) = try RecordingTransaction.run(
+            access, source: .prnRecord, context: context, lock: lock.map { (namespace: $0.0, key: $0.1) }
+        ) {
             transaction -> RecordingTransaction.Recording<RecordResponse<PRNRecordBody>> in
             var reads = transaction.flight()
-            let earlierQuery = idempotencyKey.map { Self.recordedQuery(key: $0, patientID: access.patientID) }
+            let earlierQuery = Self.recordedQuery(keys: keys.repeats, patientID: access.patientID)
             let earlierRead = reads.add(earlierQuery)
             let medicationRead = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
             let read = try transaction.run(reads)
-            if let earlier = read[earlierRead]?.single {
+            if let earlier = read[earlierRead].first {
                 return .init(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
             }
             let medication = try Medication.found(read[medicationRead], id: medicationID)
@@ -73,8 +93,7 @@ public struct PrnRecord: Endpoint {
                     (id, patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint,
                      recorded_by_role, recorded_by_id)
                 VALUES (\(recordID), \(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value),
-                        \(idempotencyKey), \(idempotencyKey == nil ? nil : fingerprint), \(access.role.rawValue),
-                        \(access.recorderID))
+                        \(keys.stored), \(fingerprint), \(access.role.rawValue), \(access.recorderID))
                 ON CONFLICT (patient_id, idempotency_key) DO NOTHING
                 RETURNING id, medication_id, taken_at, quantity, request_fingerprint
                 """)
@@ -83,7 +102,7 @@ public struct PrnRecord: Endpoint {
             let written = try transaction.run(writes)
             guard let inserted = written[insert].single else {
                 // Another request with this key committed between our look-up and our insert.
-                guard let earlier = written[earlierWritten]?.single else {
+                guard let earlier = written[earlierWritten].first else {
                     throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row")
                 }
                 return .init(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
@@ -131,12 +150,33 @@ public struct PrnRecord: Endpoint {
             idempotencyKey: idempotencyKey)
     }
 
-    /// The statement that reads the record an earlier request with this key created, with its fingerprint.
-    private static func recordedQuery(key: UUID, patientID: AppID) -> PostgresQuery {
-        """
-        SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM caregiver_push.prn_dose_records
-        WHERE patient_id = \(patientID) AND idempotency_key = \(key)
-        """
+    /// The statement that reads the record an earlier request with one of these keys created, with its
+    /// fingerprint (the latest, when two windows' keys both found one).
+    private static func recordedQuery(keys: [UUID], patientID: AppID) -> PostgresQuery {
+        let keys = PostgresArray.literal(keys.map { $0.uuidString.lowercased() })
+        return """
+            SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM caregiver_push.prn_dose_records
+            WHERE patient_id = \(patientID) AND idempotency_key = ANY(\(keys)::text[])
+            ORDER BY taken_at DESC, id LIMIT 1
+            """
+    }
+
+    /// A keyless request's keys: the one its record is stored under (this retry window's) and the ones whose record
+    /// it repeats (this window's and the previous one's). Each is SHA-256 of the patient, the body's fingerprint and
+    /// the window's number, as an RFC 9562 version 8 UUID.
+    static func retryKeys(patientID: AppID, fingerprint: String, now: Date) -> (stored: UUID, repeats: [UUID]) {
+        let window = Int64((now.timeIntervalSince1970 / Double(retryWindowSeconds)).rounded(.down))
+        func key(_ window: Int64) -> UUID {
+            var bytes = SHA256.hash(Array("prn-retry|\(patientID)|\(fingerprint)|\(window)".utf8)).prefix(16).map { $0 }
+            bytes[6] = (bytes[6] & 0x0F) | 0x80
+            bytes[8] = (bytes[8] & 0x3F) | 0x80
+            return UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                    bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
+        }
+        return (key(window), [key(window), key(window - 1)])
     }
 
     /// A repeat: the first record and no push, or 422 when the key came with a different request.

@@ -5,9 +5,10 @@ import FoundationEssentials
 /// `POST /api/push/register` — a caregiver registers (or refreshes) a phone for pushes
 /// (docs/behaviour.md#push-register).
 ///
-/// Body `{token | fid, platform, environment, installationId?}` → 200 `{"ok": true}`. Idempotent. `fid` is the
-/// Firebase Installation ID that FCM addresses since 2026; a FID registration replaces the token registered by the
-/// same installation (docs/behaviour.md#devices).
+/// Body `{token | fid, platform, environment, installationId?, language?}` → 200 `{"ok": true}`. Idempotent. `fid`
+/// is the Firebase Installation ID that FCM addresses since 2026; a FID registration replaces the token registered by
+/// the same installation (docs/behaviour.md#devices). `language` is the app's language (a BCP 47 tag such as `en` or
+/// `ja-JP`): the device's pushes are worded in it (docs/behaviour.md#language).
 ///
 /// With `"statusOnly": true` it changes nothing and answers the caregiver's record of that token instead:
 /// `{"ok": true, "device": {"enabled": false, "disabledReason": "UNREGISTERED"}}`, or `"device": null` when there is
@@ -89,11 +90,36 @@ public struct PushRegister: Endpoint {
         ) { value in
             (1...128).contains(value.utf8.count) && value.consists { $0 >= 0x21 && $0 <= 0x7E }
         }
+        let language = fields.string(
+            "language", required: false,
+            invalidMessage: "language must be a BCP 47 language tag such as en or ja-JP (at most 35 characters)",
+            isValid: Self.isLanguageTag)
         _ = fields.flag("statusOnly")
         try fields.finish()
         guard let identity, let platform, let environment else { throw .validation(fields.errors) }
         return .init(
             token: identity.text, target: identity.target, platform: platform, environment: environment,
-            installationID: installationID)
+            installationID: installationID, language: language.map(Self.primaryLanguage))
+    }
+
+    /// A BCP 47 tag as apps send them: a 2–3 letter primary language, then subtags of 1–8 letters or digits.
+    static func isLanguageTag(_ value: String) -> Bool {
+        guard value.utf8.count <= 35 else { return false }
+        let subtags = value.split(separator: "-", omittingEmptySubsequences: false)
+        guard let primary = subtags.first, (2...3).contains(primary.utf8.count),
+            primary.utf8.allSatisfy({ ($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z") })
+        else { return false }
+        return subtags.dropFirst().allSatisfy { subtag in
+            (1...8).contains(subtag.utf8.count)
+                && subtag.utf8.allSatisfy {
+                    ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                        || (($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z"))
+                }
+        }
+    }
+
+    /// The tag's primary language, lowercased (`ja-JP` → `ja`): what `push_devices.language` holds.
+    static func primaryLanguage(_ tag: String) -> String {
+        String(tag.prefix { $0 != "-" }).lowercased()
     }
 }

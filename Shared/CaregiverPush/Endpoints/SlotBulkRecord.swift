@@ -69,7 +69,7 @@ public struct SlotBulkRecord: Endpoint {
             // The push the group owes commits with it: one event for the whole group.
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
-                withinTime: records.contains(where: \.withinTime), actingCaregiverID: access.actingCaregiverID)
+                withinTime: records.allSatisfy(\.withinTime), actingCaregiverID: access.actingCaregiverID)
             var outbox = transaction.flight()
             let owed = transaction.enqueuePush(event, in: &outbox, ifRecorded: nil)
             try transaction.run(outbox)

@@ -11,9 +11,13 @@ public struct DoseTakenEvent: Sendable, Equatable {
     /// Set for slot-bulk recordings: one event for the whole group.
     public let recordingGroupID: AppID?
     public let takenAt: Date
+    /// Whether every dose of the event was taken within its window (docs/behaviour.md#on-time): a slot recording's
+    /// doses all, two single doses merged into one event both.
     public let withinTime: Bool
     /// The caregiver who recorded it, who is not told about their own action; `nil` when the patient recorded.
     public let actingCaregiverID: UUID?
+    /// Who recorded the event's doses (`data.recordedBy`).
+    public let recorder: DoseRecorder
 
     public init(
         patientID: AppID, date: String, slot: Slot, recordingGroupID: AppID?, takenAt: Date, withinTime: Bool,
@@ -29,8 +33,9 @@ public struct DoseTakenEvent: Sendable, Equatable {
     /// An event as the outbox stored it: its key is the stored one, whatever the fields would compute today.
     init(
         storedKey: String, patientID: AppID, date: String, slot: Slot, recordingGroupID: AppID?, takenAt: Date,
-        withinTime: Bool, actingCaregiverID: UUID? = nil
+        withinTime: Bool, actingCaregiverID: UUID? = nil, recorder: DoseRecorder? = nil
     ) {
+        self.recorder = recorder ?? (actingCaregiverID == nil ? .patient : .caregiver)
         self.patientID = patientID
         self.date = date
         self.slot = slot
@@ -68,17 +73,31 @@ public struct DoseTakenEvent: Sendable, Equatable {
 }
 
 /// The FCM HTTP v1 message for one device (docs/behaviour.md#payload). The `data` keys and `type` come from
-/// `PushPayloadContract`, which the app's deep-link router reads them with.
+/// `PushPayloadContract`, which the app's deep-link router reads them with, and so do the words (`DoseTakenText`,
+/// which the kit's string catalog holds too).
 public enum DoseTakenMessage {
-    public static let title = "服薬記録"
+    /// The notification's title in `language` (Japanese when the catalogue lacks it).
+    public static func title(language: String = DoseTakenText.fallbackLanguage) -> String {
+        DoseTakenText.text(.title, language: language)
+    }
 
-    public static func body(displayName: String, withinTime: Bool) -> String {
-        withinTime ? "\(displayName)さんが時間内に薬を服用しました！" : "\(displayName)さんが薬を服用しました"
+    /// The notification's body: "on time" only when `withinTime`, "a caregiver recorded" only when `recorder` is one.
+    public static func body(
+        displayName: String, withinTime: Bool, recorder: DoseRecorder = .patient,
+        language: String = DoseTakenText.fallbackLanguage
+    ) -> String {
+        DoseTakenText.text(
+            DoseTakenText.bodyKey(withinTime: withinTime, recorder: recorder), language: language,
+            displayName: displayName)
     }
 
     /// `{"message": {...}}` as JSON bytes, with every `data` value a string.
-    public static func json(for event: DoseTakenEvent, displayName: String, deviceToken: String) -> [UInt8] {
-        JSONCoding.encode(message(for: event, displayName: displayName, deviceToken: deviceToken)) ?? []
+    public static func json(
+        for event: DoseTakenEvent, displayName: String, language: String = DoseTakenText.fallbackLanguage,
+        deviceToken: String
+    ) -> [UInt8] {
+        JSONCoding.encode(message(for: event, displayName: displayName, language: language, deviceToken: deviceToken))
+            ?? []
     }
 
     /// One event's message for any of its devices: everything but the token encoded once, so that a fan-out to N
@@ -91,12 +110,16 @@ public enum DoseTakenMessage {
         private let prefix: [UInt8]?
         public let event: DoseTakenEvent
         public let displayName: String
+        /// The language the message is worded in.
+        public let language: String
         private static let suffix = Array(#""token":""}}"#.utf8)
 
-        public init(event: DoseTakenEvent, displayName: String) {
+        public init(event: DoseTakenEvent, displayName: String, language: String = DoseTakenText.fallbackLanguage) {
             self.event = event
             self.displayName = displayName
-            let whole = DoseTakenMessage.json(for: event, displayName: displayName, deviceToken: "")
+            self.language = language
+            let whole = DoseTakenMessage.json(
+                for: event, displayName: displayName, language: language, deviceToken: "")
             prefix =
                 whole.count > Self.suffix.count && whole.suffix(Self.suffix.count).elementsEqual(Self.suffix)
                 ? Array(whole.dropLast(4)) : nil
@@ -105,7 +128,8 @@ public enum DoseTakenMessage {
         /// The message to `deviceToken`.
         public func json(deviceToken: String) -> [UInt8] {
             guard let prefix, let token = Self.plainJSONString(deviceToken) else {
-                return DoseTakenMessage.json(for: event, displayName: displayName, deviceToken: deviceToken)
+                return DoseTakenMessage.json(
+                    for: event, displayName: displayName, language: language, deviceToken: deviceToken)
             }
             var bytes = prefix
             bytes.reserveCapacity(prefix.count + token.count + 4)
@@ -130,7 +154,7 @@ public enum DoseTakenMessage {
         private func addressed(to target: String, _ value: String, validateOnly: Bool) -> [UInt8] {
             guard
                 case .object(var outer) = DoseTakenMessage.message(
-                    for: event, displayName: displayName, deviceToken: ""),
+                    for: event, displayName: displayName, language: language, deviceToken: ""),
                 case .object(var message) = outer["message"]
             else { return [] }
             message["token"] = nil
@@ -156,14 +180,19 @@ public enum DoseTakenMessage {
         }
     }
 
-    fileprivate static func message(for event: DoseTakenEvent, displayName: String, deviceToken: String) -> JSONValue {
+    fileprivate static func message(
+        for event: DoseTakenEvent, displayName: String, language: String, deviceToken: String
+    ) -> JSONValue {
         let patient = event.patientID.text
         return .object([
             "message": .object([
                 "token": .string(deviceToken),
                 "notification": .object([
-                    "title": .string(title),
-                    "body": .string(body(displayName: displayName, withinTime: event.withinTime)),
+                    "title": .string(title(language: language)),
+                    "body": .string(
+                        body(
+                            displayName: displayName, withinTime: event.withinTime, recorder: event.recorder,
+                            language: language)),
                 ]),
                 "data": .object([
                     DoseTakenPayload.Key.type: .string(DoseTakenPayload.type),
@@ -172,6 +201,7 @@ public enum DoseTakenMessage {
                     DoseTakenPayload.Key.slot: .string(event.slot.rawValue),
                     DoseTakenPayload.Key.recordingGroupID: .string(
                         event.recordingGroupID?.text ?? ""),
+                    DoseTakenPayload.Key.recordedBy: .string(event.recorder.rawValue),
                 ]),
                 "apns": .object([
                     "headers": .object(["apns-collapse-id": .string(event.collapseID)]),

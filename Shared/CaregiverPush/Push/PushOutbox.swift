@@ -1,4 +1,5 @@
 import Libpq
+import PushPayloadContract
 import FoundationEssentials
 import Logging
 
@@ -9,8 +10,10 @@ import Logging
 /// that, `push-sweep` sends it. If it rolls back, nothing is owed. A conflict on (event, device) does nothing, so a
 /// retried or concurrent duplicate recording still owes one delivery per device per event. A conflict on the event
 /// key (two single doses of one slot taken in one minute, docs/behaviour.md#event-key) keeps the stored event and
-/// AND-s its `within_time` with the new recording's, so that what a delivery still to be sent says is true of every
-/// recording in the event.
+/// merges the new recording into it (docs/behaviour.md#on-time): `within_time` AND-ed, `recorded_by` `BOTH` when the
+/// two recorders differ. When that changes what the message says, the event's `revision` goes up and every delivery
+/// already sent, or being sent, with an older revision is owed again: the phone is told the truth under the same
+/// collapse id, and shows one notification.
 public enum PushOutbox {
     /// The function whose transaction wrote the event (stored for operators, never sent).
     public enum Source: String, Sendable {
@@ -43,7 +46,7 @@ public enum PushOutbox {
         return configuration.pushEnvironment.map {
             enqueueQuery(
                 event, source: source, environment: $0, deviceCap: configuration.pushMaxDevicesPerCaregiver,
-                ifRecorded: recorded)
+                registrationDays: configuration.pushDeviceStaleDays, ifRecorded: recorded)
         }
     }
 
@@ -51,7 +54,8 @@ public enum PushOutbox {
     /// recording transaction.
     ///
     /// Recipients (docs/behaviour.md#outbox), decided now: caregivers actively linked to the patient, minus the
-    /// caregiver who recorded; their enabled devices in `environment`, at most `deviceCap` per caregiver (the most
+    /// caregiver who recorded; their enabled devices in `environment` registered (or renewed) within the last
+    /// `registrationDays` (`PUSH_DEVICE_STALE_DAYS`, docs/behaviour.md#registration-bound), at most `deviceCap` per caregiver (the most
     /// recently seen), so that one event never owes more than `deviceCap` × linked caregivers deliveries even if the
     /// cap was exceeded before it was enforced. One statement, served by `caregiver_patient_links_active_by_patient`
     /// and `push_devices_enabled_by_owner`.
@@ -59,7 +63,7 @@ public enum PushOutbox {
     /// Package-visible so that the tests and benchmarks queue an event with the very statement a recording runs.
     package static func enqueueQuery(
         _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment, deviceCap: Int,
-        ifRecorded recorded: RecordedRow?
+        registrationDays: Int = Configuration.defaultDeviceStaleDays, ifRecorded recorded: RecordedRow?
     ) -> PostgresQuery {
         var (doseID, prnDoseID): (AppID?, AppID?) = (nil, nil)
         switch recorded {
@@ -73,13 +77,32 @@ public enum PushOutbox {
                     OR EXISTS (SELECT 1 FROM caregiver_push.dose_records WHERE id = \(doseID))
                     OR EXISTS (SELECT 1 FROM caregiver_push.prn_dose_records WHERE id = \(prnDoseID)) AS owed
             ), event AS (
-                INSERT INTO caregiver_push.push_events
-                    (event_key, kind, source, patient_id, local_date, slot, recording_group_id, within_time, taken_at)
+                INSERT INTO caregiver_push.push_events AS e
+                    (event_key, kind, source, patient_id, local_date, slot, recording_group_id, within_time, taken_at,
+                     recorded_by)
                 SELECT \(event.eventKey), 'DOSE_TAKEN', \(source.rawValue), \(event.patientID), \(event.date)::date,
-                       \(event.slot.rawValue), \(event.recordingGroupID)::text, \(event.withinTime), \(event.takenAt)
+                       \(event.slot.rawValue), \(event.recordingGroupID)::text, \(event.withinTime), \(event.takenAt),
+                       \(StoredRecorder(event.recorder).rawValue)
                 FROM owed WHERE owed.owed
                 ON CONFLICT (event_key) DO UPDATE
-                    SET within_time = caregiver_push.push_events.within_time AND excluded.within_time
+                    SET within_time = e.within_time AND excluded.within_time,
+                        recorded_by = CASE WHEN e.recorded_by = excluded.recorded_by THEN e.recorded_by ELSE 'BOTH' END,
+                        revision = e.revision + CASE
+                            WHEN (e.within_time AND NOT excluded.within_time)
+                              OR (e.recorded_by <> excluded.recorded_by AND e.recorded_by <> 'BOTH') THEN 1 ELSE 0 END
+                RETURNING e.revision
+            ), reopened AS (
+                -- Only once revised: what was sent (or is being sent) from an older revision is owed again. The
+                -- event's PENDING rows are rewritten unchanged, which holds their locks until COMMIT: a lease that
+                -- would word them from the older revision skips them meanwhile.
+                UPDATE caregiver_push.push_deliveries p
+                SET status = 'PENDING',
+                    attempts = CASE WHEN p.status = 'PENDING' THEN p.attempts ELSE 0 END,
+                    next_attempt_at = CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE now() END,
+                    lease_until = NULL, lease_token = NULL, updated_at = now()
+                FROM event
+                WHERE event.revision > 1 AND p.event_key = \(event.eventKey)
+                  AND p.status IN ('PENDING', 'SENDING', 'SENT') AND p.sent_revision IS DISTINCT FROM event.revision
             )
             INSERT INTO caregiver_push.push_deliveries (event_key, push_device_id, status, next_attempt_at)
             SELECT \(event.eventKey), d.id, 'PENDING', now()
@@ -88,6 +111,7 @@ public enum PushOutbox {
                 SELECT id FROM caregiver_push.push_devices
                 WHERE owner_type = 'CAREGIVER' AND owner_id = l.caregiver_id
                   AND environment = \(environment.rawValue) AND is_enabled
+                  AND last_seen_at > now() - make_interval(days => \(registrationDays))
                 ORDER BY last_seen_at DESC, id
                 LIMIT \(max(deviceCap, 1))
             ) d
@@ -95,5 +119,28 @@ public enum PushOutbox {
               AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
             ON CONFLICT (event_key, push_device_id) DO NOTHING
             """
+    }
+
+    /// `push_events.recorded_by`'s value for a recorder.
+    enum StoredRecorder: String {
+        case patient = "PATIENT"
+        case caregiver = "CAREGIVER"
+        case both = "BOTH"
+
+        init(_ recorder: DoseRecorder) {
+            switch recorder {
+            case .patient: self = .patient
+            case .caregiver: self = .caregiver
+            case .both: self = .both
+            }
+        }
+
+        var recorder: DoseRecorder {
+            switch self {
+            case .patient: .patient
+            case .caregiver: .caregiver
+            case .both: .both
+            }
+        }
     }
 }

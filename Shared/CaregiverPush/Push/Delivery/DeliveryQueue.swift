@@ -1,5 +1,6 @@
 import Codecs
 import Libpq
+import PushPayloadContract
 import FoundationEssentials
 import Logging
 
@@ -64,8 +65,9 @@ enum DeliveryQueue {
         eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
     ) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
         let token = UUID()
-        // The event's columns are read, and its message encoded, once per event of the lease (a fan-out's rows all
-        // share one).
+        // The event's columns are read, and its message encoded, once per event and language of the lease (a
+        // fan-out's rows all share one event).
+        var events: [String: (event: DoseTakenEvent, displayName: String)] = [:]
         var messages: [String: DoseTakenMessage.Template] = [:]
         let deliveries = try database.withTransaction { connection in
             try connection.query(
@@ -86,36 +88,29 @@ enum DeliveryQueue {
                 )
                 UPDATE caregiver_push.push_deliveries p
                 SET status = 'SENDING', attempts = p.attempts + 1, lease_token = \(token),
-                    lease_until = now() + make_interval(secs => \(leaseSeconds(configuration))), updated_at = now()
+                    lease_until = now() + make_interval(secs => \(leaseSeconds(configuration))), updated_at = now(),
+                    sent_revision = e.revision
                 FROM due, caregiver_push.push_events e, caregiver_push.push_devices d, caregiver_push.patients pt
                 WHERE p.id = due.id AND e.event_key = p.event_key AND d.id = p.push_device_id AND pt.id = e.patient_id
                 RETURNING p.id, d.id, d.token, p.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
-                          e.recording_group_id, e.taken_at, e.within_time, pt.display_name, d.target
+                          e.recording_group_id, e.taken_at, e.within_time, pt.display_name, d.target, e.recorded_by,
+                          d.language
                 """
             ).map { row in
                 let (deliveryID, deviceID, token, attempts) = try row.decode((UUID, UUID, String, Int).self)
                 let eventKey = try row.decode(String.self, at: 4)
                 let target = PushDeviceRegistry.Target(rawValue: try row.decode(String.self, at: 12)) ?? .token
-                if let message = messages[eventKey] {
+                let language = try row.decode(String.self, at: 14)
+                let messageKey = "\(language) \(eventKey)"
+                if let message = messages[messageKey] {
                     return LeasedDelivery(
                         deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message,
                         target: target)
                 }
-                let (patientID, date, slot) = try (
-                    row.decode(AppID.self, at: 5), row.decode(String.self, at: 6), row.decode(String.self, at: 7)
-                )
-                let (group, takenAt, withinTime, displayName) = try (
-                    row.decode(AppID?.self, at: 8), row.decode(Date.self, at: 9), row.decode(Bool.self, at: 10),
-                    row.decode(String.self, at: 11)
-                )
-                guard let slot = Slot(rawValue: slot) else {
-                    throw PostgresError(.decoding, serverMessage: "push_events.slot out of range")
-                }
-                let event = DoseTakenEvent(
-                    storedKey: eventKey, patientID: patientID, date: date, slot: slot, recordingGroupID: group,
-                    takenAt: takenAt, withinTime: withinTime)
-                let message = DoseTakenMessage.Template(event: event, displayName: displayName)
-                messages[eventKey] = message
+                let (event, displayName) = try events[eventKey] ?? Self.event(row, key: eventKey)
+                events[eventKey] = (event, displayName)
+                let message = DoseTakenMessage.Template(event: event, displayName: displayName, language: language)
+                messages[messageKey] = message
                 return LeasedDelivery(
                     deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message,
                     target: target)
@@ -124,8 +119,31 @@ enum DeliveryQueue {
         return (token, deliveries)
     }
 
+    /// The event a lease's row carries, and its patient's display name.
+    private static func event(_ row: PostgresRow, key eventKey: String) throws -> (DoseTakenEvent, String) {
+        let (patientID, date, slot) = try (
+            row.decode(AppID.self, at: 5), row.decode(String.self, at: 6), row.decode(String.self, at: 7)
+        )
+        let (group, takenAt, withinTime, displayName) = try (
+            row.decode(AppID?.self, at: 8), row.decode(Date.self, at: 9), row.decode(Bool.self, at: 10),
+            row.decode(String.self, at: 11)
+        )
+        guard let slot = Slot(rawValue: slot),
+            let recorder = PushOutbox.StoredRecorder(rawValue: try row.decode(String.self, at: 13))
+        else {
+            throw PostgresError(.decoding, serverMessage: "push_events.slot or recorded_by out of range")
+        }
+        let event = DoseTakenEvent(
+            storedKey: eventKey, patientID: patientID, date: date, slot: slot, recordingGroupID: group,
+            takenAt: takenAt, withinTime: withinTime, recorder: recorder.recorder)
+        return (event, displayName)
+    }
+
     /// Records outcomes and disables dead tokens in one transaction: one statement over arrays of the outcomes'
     /// columns (`unnest`), whatever the batch size, and a second one only when a token was found dead.
+    ///
+    /// A message sent from an older revision of its event than the event's now (a later recording merged into it
+    /// while it was being sent, docs/behaviour.md#on-time) is not `SENT` but owed again, due now.
     ///
     /// Only rows still held by `lease` change: a sender whose lease ran out cannot overwrite the outcome of the one
     /// that took over. When the connection died while sending, the session reconnects once and tries again.
@@ -151,16 +169,23 @@ enum DeliveryQueue {
                     let updated = try connection.query(
                         """
                         UPDATE caregiver_push.push_deliveries p
-                        SET status = o.status, attempts = o.attempts, last_error = o.last_error,
-                            fcm_message_name = o.message_name,
-                            next_attempt_at = CASE WHEN o.status = 'PENDING'
-                                THEN now() + make_interval(secs => o.delay_ms / 1000.0) ELSE p.next_attempt_at END,
+                        SET status = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
+                                          THEN 'PENDING' ELSE o.status END,
+                            attempts = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
+                                            THEN 0 ELSE o.attempts END,
+                            last_error = o.last_error, fcm_message_name = o.message_name,
+                            next_attempt_at = CASE
+                                WHEN o.status = 'SENT' AND p.sent_revision < e.revision THEN now()
+                                WHEN o.status = 'PENDING' THEN now() + make_interval(secs => o.delay_ms / 1000.0)
+                                ELSE p.next_attempt_at END,
                             lease_until = NULL, lease_token = NULL, updated_at = now()
                         FROM unnest(
                             \(ids)::uuid[], \(statuses)::text[], \(attempts)::integer[], \(errors)::text[],
                             \(names)::text[], \(delays)::bigint[]
-                        ) AS o(id, status, attempts, last_error, message_name, delay_ms)
+                        ) AS o(id, status, attempts, last_error, message_name, delay_ms),
+                        caregiver_push.push_events e
                         WHERE p.id = o.id AND p.status = 'SENDING' AND p.lease_token = \(lease)
+                          AND e.event_key = p.event_key
                         """
                     ).affectedRows
                     if !dead.isEmpty {
