@@ -35,33 +35,40 @@ struct KitContractTests {
         let expected =
             #"{"message":{"apns":{"headers":{"apns-collapse-id":"\#(event.collapseID)"},"payload":{"aps":{"sound":"default","#
             + #""thread-id":"patient-0f8fad5b-d9cb-469f-a165-70867728950e"}}},"data":{"date":"2026-02-11","#
-            + #""patientId":"0f8fad5b-d9cb-469f-a165-70867728950e","recordingGroupId":"","slot":"evening","#
+            + #""patientId":"0f8fad5b-d9cb-469f-a165-70867728950e","recordedBy":"patient","recordingGroupId":"","#
+            + #""slot":"evening","#
             + #""type":"DOSE_TAKEN"},"notification":{"body":"山田花子さんが薬を服用しました","title":"服薬記録"},"#
             + #""token":"tok"}}"#
         #expect(
             String(decoding: DoseTakenMessage.json(for: event, displayName: "山田花子", deviceToken: "tok"), as: UTF8.self)
                 == expected)
-        #expect(DoseTakenPayload.Key.all == ["type", "patientId", "date", "slot", "recordingGroupId"])
+        #expect(DoseTakenPayload.Key.all == ["type", "patientId", "date", "slot", "recordingGroupId", "recordedBy"])
         #expect(Slot.allCases.map(\.rawValue) == ["morning", "noon", "evening", "bedtime"])
     }
 
-    @Test("the server's notification title and both body templates are the kit catalog's Japanese, word for word")
+    @Test("the server's title and every body, in every language, are the kit catalog's text, word for word")
     func templatesMatchCatalog() throws {
         let file = Repository.root.appendingPathComponent(
             "Client/CaregiverPushClient/Resources/Localizable.xcstrings")
-        let catalog = try #require(try CaregiverPushStrings.parseCatalog(Data(contentsOf: file))["ja"])
-        func fill(_ key: CaregiverPushStringKey, _ name: String) -> String? {
-            catalog[key.rawValue]?.replacingOccurrences(of: "%@", with: name)
+        let catalog = try CaregiverPushStrings.parseCatalog(Data(contentsOf: file))
+        #expect(Set(DoseTakenText.languages).isSubset(of: Set(catalog.keys)))
+        for language in DoseTakenText.languages {
+            let table = try #require(catalog[language])
+            #expect(table[CaregiverPushStringKey.pushTitle.rawValue] == DoseTakenMessage.title(language: language))
+            for name in ["山田花子", "Ann"] {
+                for recorder in DoseRecorder.allCases {
+                    for withinTime in [false, true] {
+                        let key = DoseTakenText.bodyKey(withinTime: withinTime, recorder: recorder)
+                        #expect(
+                            table[key.rawValue]?.replacingOccurrences(of: "%@", with: name)
+                                == DoseTakenMessage.body(
+                                    displayName: name, withinTime: withinTime, recorder: recorder, language: language))
+                    }
+                }
+            }
         }
-        #expect(catalog[CaregiverPushStringKey.pushTitle.rawValue] == DoseTakenMessage.title)
-        for name in ["山田花子", "Ann"] {
-            #expect(fill(.pushBody, name) == DoseTakenMessage.body(displayName: name, withinTime: false))
-            #expect(fill(.pushBodyWithinTime, name) == DoseTakenMessage.body(displayName: name, withinTime: true))
-        }
-        // And the kit's own reading of the catalog gives the same text.
-        #expect(
-            CaregiverPushStrings(language: "ja").doseTakenBody(displayName: "山田花子", withinTime: true)
-                == DoseTakenMessage.body(displayName: "山田花子", withinTime: true))
+        // A language the catalogue lacks gets today's Japanese.
+        #expect(DoseTakenMessage.body(displayName: "Ann", withinTime: false, language: "fr") == "Annさんが薬を服用しました")
     }
 }
 

@@ -143,7 +143,8 @@ public struct Configuration: Sendable {
         pushSendDeadlineMilliseconds = integer(
             "PUSH_SEND_DEADLINE_MS", default: 10_000, range: 1...900_000, unit: "milliseconds")
         pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")
-        pushDeviceStaleDays = integer("PUSH_DEVICE_STALE_DAYS", default: Self.defaultDeviceStaleDays, range: 1...3650, unit: "days")
+        pushDeviceStaleDays = integer(
+            "PUSH_DEVICE_STALE_DAYS", default: Self.defaultDeviceStaleDays, range: 1...3650, unit: "days")
         pushMaxDevicesPerCaregiver = integer(
             "PUSH_MAX_DEVICES_PER_CAREGIVER", default: PushDeviceRegistry.defaultDeviceCap, range: 1...100,
             unit: "devices")

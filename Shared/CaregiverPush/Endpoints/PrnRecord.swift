@@ -152,13 +152,14 @@ public struct PrnRecord: Endpoint {
 
     /// The statement that reads the record an earlier request with one of these keys created, with its
     /// fingerprint (the latest, when two windows' keys both found one).
+    /// The keys are bound untyped, as the insert binds its key: the column is a uuid here and text in an app's
+    /// table (docs/behaviour.md#data-contract).
     private static func recordedQuery(keys: [UUID], patientID: AppID) -> PostgresQuery {
-        let keys = PostgresArray.literal(keys.map { $0.uuidString.lowercased() })
-        return """
-            SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM caregiver_push.prn_dose_records
-            WHERE patient_id = \(patientID) AND idempotency_key = ANY(\(keys)::text[])
-            ORDER BY taken_at DESC, id LIMIT 1
-            """
+        """
+        SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM caregiver_push.prn_dose_records
+        WHERE patient_id = \(patientID) AND idempotency_key IN (\(keys.first), \(keys.last))
+        ORDER BY taken_at DESC, id LIMIT 1
+        """
     }
 
     /// A keyless request's keys: the one its record is stored under (this retry window's) and the ones whose record
