@@ -120,6 +120,7 @@ struct PushDispatchTests {
                 "data": .object([
                     "type": .string("DOSE_TAKEN"), "patientId": .string(patient), "date": .string("2026-02-11"),
                     "slot": .string("morning"), "recordingGroupId": .string(group.uuidString.lowercased()),
+                    "recordedBy": .string("patient"),
                 ]),
                 "apns": .object([
                     "headers": .object(["apns-collapse-id": .string(collapse)]),

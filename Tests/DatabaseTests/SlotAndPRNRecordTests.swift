@@ -178,20 +178,103 @@ struct SlotAndPRNRecordTests {
                 extraHeaders: key.map { ["idempotency-key": $0] } ?? [:]))
     }
 
-    @Test("each PRN call records a dose; quantity defaults to 1")
+    @Test("each keyed PRN call records a dose; quantity defaults to 1")
     func prnRecordsEachCall() throws {
         let household = try Self.prnHousehold()
         let body: [String: JSONValue] = ["medicationId": .string(household.prn.uuidString)]
-        let first = Self.prn(household.token, body)
-        let second = Self.prn(household.token, body)
+        let first = Self.prn(household.token, body, key: UUID().uuidString)
+        let second = Self.prn(household.token, body, key: UUID().uuidString)
         #expect(first.status == 200 && second.status == 200)
         #expect(first.json?["updatedCount"] == .number(1) && first.json?["record"]?["quantity"] == .number(1))
         #expect(first.json?["record"]?["id"] != second.json?["record"]?["id"])
-        let count = try TestDatabase.with {
-            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(household.patient)")[0].decode(
+        #expect(try Self.prnCount(household.patient) == 2)
+    }
+
+    static func prnCount(_ patient: UUID) throws -> Int {
+        try TestDatabase.with {
+            try $0.query("SELECT count(*) FROM prn_dose_records WHERE patient_id = \(patient)")[0].decode(
                 Int.self, at: 0)
         }
-        #expect(count == 2)
+    }
+
+    /// A keyless PRN at a chosen instant, as a host hands the invocation its clock.
+    static func prn(_ bearer: String, _ body: [String: JSONValue], at now: Date) -> Invocation {
+        invoke(
+            PrnRecord(), event: makeEvent(path: "/api/prn-dose-records", bearer: bearer, body: json(body)), now: now)
+    }
+
+    @Test("without a key, the same body within the retry window is one record; after it, or another body, a new one")
+    func keylessRetryWindow() throws {
+        let household = try Self.prnHousehold()
+        let body: [String: JSONValue] = ["medicationId": .string(household.prn.uuidString)]
+        // A window starts at a multiple of 60 s: 0.5 s before one ends, and 59 s later (the next window).
+        let window = Double(PrnRecord.retryWindowSeconds)
+        let start = (Date().timeIntervalSince1970 / window).rounded(.down) * window - 0.5
+        let first = Self.prn(household.token, body, at: Date(timeIntervalSince1970: start))
+        let retry = Self.prn(household.token, body, at: Date(timeIntervalSince1970: start + window - 1))
+        #expect(first.json?["updatedCount"] == .number(1) && retry.json?["updatedCount"] == .number(0))
+        #expect(first.json?["record"]?["id"] == retry.json?["record"]?["id"])
+        // Another quantity is another dose; so is the same body two windows on.
+        let other = Self.prn(
+            household.token, body.merging(["quantity": .number(2)]) { $1 }, at: Date(timeIntervalSince1970: start + 1))
+        let later = Self.prn(household.token, body, at: Date(timeIntervalSince1970: start + 2 * window + 1))
+        #expect(other.json?["updatedCount"] == .number(1) && later.json?["updatedCount"] == .number(1))
+        #expect(Set([first, other, later].compactMap { $0.json?["record"]?["id"]?.stringValue }).count == 3)
+        #expect(try Self.prnCount(household.patient) == 3)
+        // Another patient's identical body is theirs alone.
+        let neighbour = try Self.prnHousehold()
+        let theirs = Self.prn(
+            neighbour.token, ["medicationId": .string(neighbour.prn.uuidString)], at: Date(timeIntervalSince1970: start)
+        )
+        #expect(theirs.json?["updatedCount"] == .number(1))
+    }
+
+    @Test("a keyless PRN waits for another keyless one with the same body to commit, so it finds that record")
+    func keylessRetryTakesTheLock() async throws {
+        let household = try Self.prnHousehold()
+        let fingerprint = PrnRecord.fingerprint(medicationID: AppID(household.prn), quantity: nil, takenAt: nil)
+        let holder = try TestDatabase.connect()
+        try holder.query("BEGIN")
+        try holder.query(
+            """
+            SELECT pg_advisory_xact_lock(\(PrnRecord.retryLockNamespace),
+                                         hashtext(\(PrnRecord.retryLockKey(AppID(household.patient), fingerprint))))
+            """)
+        let (token, prn) = (household.token, household.prn)
+        let request = Task {
+            Self.prn(token, ["medicationId": .string(prn.uuidString)], at: Date()).status
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        // Still waiting for the lock: nothing recorded yet.
+        #expect(try Self.prnCount(household.patient) == 0)
+        try holder.query("COMMIT")
+        #expect(await request.value == 200)
+        #expect(try Self.prnCount(household.patient) == 1)
+    }
+
+    @Test("eight keyless copies of one PRN at once, either side of a window's end, record one dose")
+    func keylessConcurrentRetries() async throws {
+        let household = try Self.prnHousehold()
+        let body: [String: JSONValue] = ["medicationId": .string(household.prn.uuidString)]
+        // Half the copies arrive just before a retry window ends, half just after: two windows' keys, which only the
+        // lock on (patient, body) keeps from recording twice.
+        let window = Double(PrnRecord.retryWindowSeconds)
+        let boundary = (Date().timeIntervalSince1970 / window).rounded(.down) * window
+        let token = household.token
+        let answers: [Int] = await withTaskGroup(of: Int.self) { group in
+            for copy in 0..<8 {
+                group.addTask {
+                    let now = Date(timeIntervalSince1970: boundary + (copy % 2 == 0 ? -0.3 : 0.3))
+                    let answer = Self.prn(token, body, at: now).json?["updatedCount"]?.integerValue
+                    return answer.map { Int($0) } ?? -1
+                }
+            }
+            var answers: [Int] = []
+            for await answer in group { answers.append(answer) }
+            return answers
+        }
+        #expect(answers.sorted() == [0, 0, 0, 0, 0, 0, 0, 1])
+        #expect(try Self.prnCount(household.patient) == 1)
     }
 
     @Test("an Idempotency-Key repeat returns the first record with updatedCount 0; another payload with it is 422")

@@ -258,7 +258,7 @@ struct LoadVerdict {
         }
     }
 
-    /// At most one message per device and event on the wire; none about a patient to a caregiver not linked to it;
+    /// At most one message per device and event and text on the wire (a second one is a correction); none about a patient to a caregiver not linked to it;
     /// and (with `exactlyOnce`) one to every recipient device of every answered recording with `updatedCount > 0`.
     mutating func checkPushes(
         _ outcomes: [LoadOutcome], households: [LoadHousehold], messages: [JSONValue], exactlyOnce: Bool
@@ -267,13 +267,14 @@ struct LoadVerdict {
             uniqueKeysWithValues: households.flatMap { household in
                 household.caregivers.flatMap { caregiver in caregiver.tokens.map { ($0, household.patient) } }
             })
-        var perDeviceEvent: [String: Int] = [:]
+        var perDeviceEvent: [String: [String]] = [:]
         var delivered: Set<String> = []
         for message in messages {
             guard let token = message["token"]?.stringValue, let patient = ownerOf[token] else { continue }
             let data = message["message"]?["data"]
             let collapse = message["message"]?["apns"]?["headers"]?["apns-collapse-id"]?.stringValue ?? ""
-            perDeviceEvent["\(token)|\(collapse)", default: 0] += 1
+            perDeviceEvent["\(token)|\(collapse)", default: []].append(
+                message["message"]?["notification"]?["body"]?.stringValue ?? "")
             if data?["patientId"]?.stringValue != patient.uuidString.lowercased() {
                 problems.append("a message about another patient reached \(SHA256.hexPrefix(of: token))")
             }
@@ -281,8 +282,10 @@ struct LoadVerdict {
                 [token, data?["date"]?.stringValue, data?["slot"]?.stringValue, data?["recordingGroupId"]?.stringValue]
                     .map { $0 ?? "?" }.joined(separator: "|"))
         }
-        let repeated = perDeviceEvent.values.filter { $0 > 1 }.count
-        if repeated > 0 { problems.append("\(repeated) device/event pairs got more than one message") }
+        // A second message to a device about one event is a correction (docs/behaviour.md#corrections): its text
+        // differs from every earlier one's, and an event's text can change at most twice.
+        let repeated = perDeviceEvent.values.filter { Set($0).count < $0.count || $0.count > 3 }.count
+        if repeated > 0 { problems.append("\(repeated) device/event pairs got one text twice") }
         guard exactlyOnce else { return }
         var missing = 0
         for outcome in outcomes where outcome.status == 200 && outcome.updatedCount > 0 {

@@ -124,17 +124,18 @@ struct PushSweepTests {
         #expect(try DurablePushTests.sweep(fake, database).summary?["expired"] == .number(0))
     }
 
-    @Test("a device not seen for PUSH_DEVICE_STALE_DAYS is disabled STALE and not sent to; the others are")
+    @Test("a device that goes unrenewed for PUSH_DEVICE_STALE_DAYS once owed is disabled STALE and not sent to")
     func staleDevice() throws {
         let fake = try FCMFake()
         let database = try IsolatedDatabase()
         let home = try DurablePushTests.home(in: database)
         let (stale, fresh) = (home.tokens[0], home.tokens[1])
+        // Owed while renewed; the bound passes before the sweep sends.
+        try DurablePushTests.recordWithoutSending(home, fake)
         try database.with { connection in
             try connection.query(
-                "UPDATE push_devices SET last_seen_at = now() - interval '271 days' WHERE token = \(stale)")
+                "UPDATE push_devices SET last_seen_at = now() - interval '31 days' WHERE token = \(stale)")
         }
-        try DurablePushTests.recordWithoutSending(home, fake)
         let (summary, run) = try DurablePushTests.sweep(fake, database)
         #expect(summary?["devicesPruned"] == .number(1) && summary?["sent"] == .number(1))
         #expect(EMF.lines(in: run.stderr).first?.values["DevicesPruned"] == 1)
@@ -146,6 +147,24 @@ struct PushSweepTests {
         #expect(rows.first { $0.token == stale }?.lastError == "device disabled (STALE) before sending")
         #expect(rows.first { $0.token == fresh }?.status == "SENT")
         #expect(try fake.messages().compactMap { $0["token"]?.stringValue } == [fresh])
+    }
+
+    @Test("a recording owes nothing to a device not renewed for PUSH_DEVICE_STALE_DAYS, before any sweep")
+    func unrenewedDeviceIsOwedNothing() throws {
+        let fake = try FCMFake()
+        let database = try IsolatedDatabase()
+        let home = try DurablePushTests.home(in: database)
+        let (stale, fresh) = (home.tokens[0], home.tokens[1])
+        try database.with { connection in
+            try connection.query(
+                "UPDATE push_devices SET last_seen_at = now() - interval '30 days 1 minute' WHERE token = \(stale)")
+            try connection.query(
+                "UPDATE push_devices SET last_seen_at = now() - interval '29 days 23 hours' WHERE token = \(fresh)")
+        }
+        try DurablePushTests.recordWithoutSending(home, fake)
+        let rows = try DurablePushTests.deliveries(home)
+        #expect(rows.map(\.token) == [fresh])
+        #expect(try database.with { try Seed.devices($0, token: stale) }.first?.isEnabled == true)
     }
 
     @Test("a device disabled longer than PUSH_RETENTION_DAYS is deleted; one disabled lately and an enabled one stay")

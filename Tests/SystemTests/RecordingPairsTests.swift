@@ -30,6 +30,9 @@ struct RecordingPairsTests {
     static let name = "山田花子"
     static let withinTime = "山田花子さんが時間内に薬を服用しました！"
     static let plain = "山田花子さんが薬を服用しました"
+    /// What a phone is told of a dose a caregiver (A) recorded.
+    static let withinTimeByCaregiver = "山田花子さんの時間内の服薬を介護者が記録しました"
+    static let plainByCaregiver = "山田花子さんの服薬を介護者が記録しました"
 
     /// A household recording at a fixed instant.
     struct Household {
@@ -169,12 +172,12 @@ struct RecordingPairsTests {
             shown.c
                 == [
                     Self.push(Self.plain, key: prnKey, date, slot),
-                    Self.push(Self.withinTime, key: doseKey, date, slot),
+                    Self.push(Self.withinTimeByCaregiver, key: doseKey, date, slot),
                 ].sorted())
     }
 
     @Test(
-        "two scheduled doses of one slot in one minute, by A and the patient: one event; each caregiver pushed once",
+        "two doses of one slot in one minute, by A then the patient: one event; C's text corrected under its collapse id",
         arguments: minutes)
     func twoDosesOfOneSlot(minute: String) throws {
         let (date, hhmm) = Self.parts(minute)
@@ -193,13 +196,19 @@ struct RecordingPairsTests {
         let slot = Self.slot(hhmm)
         let key = home.singleKey(date, slot, hhmm)
         let shown = try home.shown()
-        // A is told of the patient's dose (theirs is not news to them), C once for the event.
+        // A is told of the patient's dose (theirs is not news to them). C was told of A's before the patient's
+        // existed, "recorded by a caregiver", no longer true of the event: C is told again, the phone shows one.
         #expect(shown.a == [Self.push(Self.withinTime, key: key, date, slot)])
-        #expect(shown.c == [Self.push(Self.withinTime, key: key, date, slot)])
+        #expect(
+            shown.c
+                == [
+                    Self.push(Self.withinTime, key: key, date, slot),
+                    Self.push(Self.withinTimeByCaregiver, key: key, date, slot),
+                ].sorted())
     }
 
     @Test(
-        "a within-time dose by A and a late one by the patient in one minute: A's push, about the late one, is plain")
+        "a within-time dose by A and a late one by the patient in one minute: both phones end on the plain text")
     func mergedWithinTimeIsAnded() throws {
         let minute = "2026-02-11T06:30"
         let home = try Self.household(times: ["06:00", "04:00"], now: try Self.at(minute, 40).date)
@@ -218,9 +227,15 @@ struct RecordingPairsTests {
         #expect(first["record"]?["withinTime"] == .bool(true) && late["record"]?["withinTime"] == .bool(false))
         let key = home.singleKey("2026-02-11", .morning, "06:30")
         let shown = try home.shown()
-        // C had its push, about A's within-time dose, before the late one existed; A's is about the late one.
+        // C had its push, about A's within-time dose, before the late one existed, and is told the truth after it;
+        // A's is about the late one.
         #expect(shown.a == [Self.push(Self.plain, key: key, "2026-02-11", .morning)])
-        #expect(shown.c == [Self.push(Self.withinTime, key: key, "2026-02-11", .morning)])
+        #expect(
+            shown.c
+                == [
+                    Self.push(Self.plain, key: key, "2026-02-11", .morning),
+                    Self.push(Self.withinTimeByCaregiver, key: key, "2026-02-11", .morning),
+                ].sorted())
         let stored = try TestDatabase.with { connection in
             try connection.query(
                 "SELECT event_key, within_time FROM push_events WHERE patient_id = \(home.patient)"
@@ -254,7 +269,7 @@ struct RecordingPairsTests {
             shown.c
                 == [
                     Self.push(Self.withinTime, key: groupKey, date, slot),
-                    Self.push(Self.withinTime, key: home.singleKey(date, slot, hhmm), date, slot),
+                    Self.push(Self.withinTimeByCaregiver, key: home.singleKey(date, slot, hhmm), date, slot),
                 ].sorted())
     }
 
@@ -299,9 +314,9 @@ struct RecordingPairsTests {
             shown.c
                 == [
                     Self.push(Self.withinTime, key: home.singleKey(day, .bedtime, "23:59"), day, .bedtime),
-                    Self.push(Self.withinTime, key: home.singleKey(next, .bedtime, "00:00"), next, .bedtime),
+                    Self.push(Self.withinTimeByCaregiver, key: home.singleKey(next, .bedtime, "00:00"), next, .bedtime),
                     Self.push(Self.plain, key: prnKey(patientPRN), day, .bedtime),
-                    Self.push(Self.plain, key: prnKey(aPRN), next, .bedtime),
+                    Self.push(Self.plainByCaregiver, key: prnKey(aPRN), next, .bedtime),
                 ].sorted())
     }
 

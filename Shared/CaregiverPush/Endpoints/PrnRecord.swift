@@ -23,7 +23,7 @@ public struct PrnRecord: Endpoint {
     public static let retryWindowSeconds: Int64 = 60
     /// Namespace of the advisory lock a keyless request takes on (patient, body): two of them at once are serialised,
     /// so the second finds the first's record.
-    static let retryLockNamespace = 0x5052_4E52  // "PRNR"
+    package static let retryLockNamespace = 0x5052_4E52  // "PRNR"
 
     public init() {}
 
@@ -37,11 +37,7 @@ public struct PrnRecord: Endpoint {
         let (medicationID, takenAt, quantity, idempotencyKey) = (
             fields.medicationID, fields.takenAt, fields.quantity, fields.idempotencyKey
         )
-        // What "the same request" means for the key: the fields as sent (an omitted takenAt matches an omitted one).
-        let fingerprint = SHA256.hexPrefix(
-            of: "medicationId=\(medicationID)|quantity=\(quantity.sent.map(String.init) ?? "-")"
-                + "|takenAt=\(takenAt.text ?? "-")",
-            length: 64)
+        let fingerprint = Self.fingerprint(medicationID: medicationID, quantity: quantity.sent, takenAt: takenAt.text)
 
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
         // The key the record is stored under, and the keys of the records it would repeat: the one sent, or the
@@ -49,7 +45,8 @@ public struct PrnRecord: Endpoint {
         let keys =
             idempotencyKey.map { (stored: $0, repeats: [$0]) }
             ?? Self.retryKeys(patientID: access.patientID, fingerprint: fingerprint, now: context.now)
-        let lock = idempotencyKey == nil ? (Self.retryLockNamespace, "\(access.patientID):\(fingerprint)") : nil
+        let lock =
+            idempotencyKey == nil ? (Self.retryLockNamespace, Self.retryLockKey(access.patientID, fingerprint)) : nil
 
         // One recording transaction: what the checks read, what is written, COMMIT — three round trips (a repeat
         // of a key: two).
@@ -161,6 +158,16 @@ public struct PrnRecord: Endpoint {
         ORDER BY taken_at DESC, id LIMIT 1
         """
     }
+
+    /// What "the same request" means for a key: the fields as sent (an omitted takenAt matches an omitted one).
+    package static func fingerprint(medicationID: AppID, quantity: Int?, takenAt: String?) -> String {
+        SHA256.hexPrefix(
+            of: "medicationId=\(medicationID)|quantity=\(quantity.map(String.init) ?? "-")|takenAt=\(takenAt ?? "-")",
+            length: 64)
+    }
+
+    /// The advisory lock key of a keyless request (in ``retryLockNamespace``).
+    package static func retryLockKey(_ patientID: AppID, _ fingerprint: String) -> String { "\(patientID):\(fingerprint)" }
 
     /// A keyless request's keys: the one its record is stored under (this retry window's) and the ones whose record
     /// it repeats (this window's and the previous one's). Each is SHA-256 of the patient, the body's fingerprint and

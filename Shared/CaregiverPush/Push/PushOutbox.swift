@@ -11,7 +11,8 @@ import Logging
 /// retried or concurrent duplicate recording still owes one delivery per device per event. A conflict on the event
 /// key (two single doses of one slot taken in one minute, docs/behaviour.md#event-key) keeps the stored event and
 /// merges the new recording into it (docs/behaviour.md#on-time): `within_time` AND-ed, `recorded_by` `BOTH` when the
-/// two recorders differ. When that changes what the message says, the event's `revision` goes up and every delivery
+/// two recorders differ. When that changes the message's text (within time → not, or "a caregiver recorded" → the
+/// plain text), the event's `revision` goes up and every delivery
 /// already sent, or being sent, with an older revision is owed again: the phone is told the truth under the same
 /// collapse id, and shows one notification.
 public enum PushOutbox {
@@ -89,7 +90,7 @@ public enum PushOutbox {
                         recorded_by = CASE WHEN e.recorded_by = excluded.recorded_by THEN e.recorded_by ELSE 'BOTH' END,
                         revision = e.revision + CASE
                             WHEN (e.within_time AND NOT excluded.within_time)
-                              OR (e.recorded_by <> excluded.recorded_by AND e.recorded_by <> 'BOTH') THEN 1 ELSE 0 END
+                              OR (e.recorded_by = 'CAREGIVER' AND excluded.recorded_by <> 'CAREGIVER') THEN 1 ELSE 0 END
                 RETURNING e.revision
             ), reopened AS (
                 -- Only once revised: what was sent (or is being sent) from an older revision is owed again. The
