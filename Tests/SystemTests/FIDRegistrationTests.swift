@@ -84,6 +84,34 @@ struct FIDRegistrationTests {
         #expect(try TestDatabase.with { try Seed.devices($0, owner: caregiver) }.isEmpty)
     }
 
+    @Test("language: a BCP 47 tag stored as its primary language; omitted keeps it; anything else is a 422")
+    func language() throws {
+        let caregiver = UUID()
+        let fid = Self.makeFID()
+        func stored() throws -> [String] {
+            try TestDatabase.with { connection in
+                try connection.query(
+                    "SELECT language FROM push_devices WHERE owner_id = \(caregiver) AND token = \(fid)"
+                ).map { try $0.decode(String.self, at: 0) }
+            }
+        }
+        #expect(try Self.register(caregiver, ["fid": .string(fid)]).status == 200)
+        #expect(try stored() == ["ja"])
+        #expect(try Self.register(caregiver, ["fid": .string(fid), "language": .string("en-GB")]).status == 200)
+        #expect(try stored() == ["en"])
+        #expect(try Self.register(caregiver, ["fid": .string(fid)]).status == 200)
+        #expect(try stored() == ["en"])
+        for bad: JSONValue in [
+            .string("english"), .string("e"), .string("ja_JP"), .string("ja--JP"), .string("日本語"), .number(1),
+            .string("en-" + String(repeating: "a", count: 33)),
+        ] {
+            let result = try Self.register(caregiver, ["fid": .string(fid), "language": bad])
+            #expect(result.status == 422, "\(bad)")
+            #expect(String(describing: result.json).contains("language must be a BCP 47 language tag"))
+        }
+        #expect(try stored() == ["en"])
+    }
+
     @Test("push-unregister takes the FID too")
     func unregisterByFID() throws {
         let caregiver = UUID()
