@@ -162,12 +162,15 @@ public struct PrnRecord: Endpoint {
     /// What "the same request" means for a key: the fields as sent (an omitted takenAt matches an omitted one).
     package static func fingerprint(medicationID: AppID, quantity: Int?, takenAt: String?) -> String {
         SHA256.hexPrefix(
-            of: "medicationId=\(medicationID)|quantity=\(quantity.map(String.init) ?? "-")|takenAt=\(takenAt ?? "-")",
+            of: "medicationId=\(medicationID)|quantity=\(quantity.map(String.init) ?? "-")"
+                + "|takenAt=\(takenAt ?? "-")",
             length: 64)
     }
 
     /// The advisory lock key of a keyless request (in ``retryLockNamespace``).
-    package static func retryLockKey(_ patientID: AppID, _ fingerprint: String) -> String { "\(patientID):\(fingerprint)" }
+    package static func retryLockKey(_ patientID: AppID, _ fingerprint: String) -> String {
+        "\(patientID):\(fingerprint)"
+    }
 
     /// A keyless request's keys: the one its record is stored under (this retry window's) and the ones whose record
     /// it repeats (this window's and the previous one's). Each is SHA-256 of the patient, the body's fingerprint and
