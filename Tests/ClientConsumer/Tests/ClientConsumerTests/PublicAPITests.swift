@@ -72,7 +72,15 @@ struct PublicAPITests {
         #expect(!settings.isPushEnabled && settings.errorState == .retry)
         #expect(defaults.values[PushTokenLifecycle.StateKey.lastAttemptFailed] == "true")
         let error: PushAPIError = .unavailable(retryAfterSeconds: 5)
-        #expect(error.errorState.action == .retry && PushTokenLifecycle.refreshInterval == 30 * 24 * 60 * 60)
+        #expect(error.errorState.action == .retry && PushTokenLifecycle.refreshInterval == 24 * 60 * 60)
+        // The language pushes are worded in: the kit's own, or the app's choice; the words are the contract's.
+        #expect(["ja", "en"].contains(lifecycle.language))
+        let english = PushTokenLifecycle(
+            api: api, environment: .dev, tokenSource: FixedToken(), store: Defaults(), language: "en")
+        #expect(english.language == "en")
+        #expect(
+            CaregiverPushStrings(language: "en").doseTakenBody(displayName: "Ann", withinTime: false, recorder: .both)
+                == DoseTakenText.text(.body, language: "en", displayName: "Ann"))
         #expect(await settings.recheck() == .notApplicable)
         #expect(await settings.signOut() == .nothingRegistered)
         _ = UserDefaultsPushStateStore(defaults: .standard)
