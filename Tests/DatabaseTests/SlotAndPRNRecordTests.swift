@@ -230,25 +230,41 @@ struct SlotAndPRNRecordTests {
     }
 
     @Test("a keyless PRN waits for another keyless one with the same body to commit, so it finds that record")
-    func keylessRetryTakesTheLock() async throws {
+    func keylessRetryTakesTheLock() throws {
         let household = try Self.prnHousehold()
         let fingerprint = PrnRecord.fingerprint(medicationID: AppID(household.prn), quantity: nil, takenAt: nil)
+        let key = PrnRecord.retryLockKey(AppID(household.patient), fingerprint)
         let holder = try TestDatabase.connect()
+        defer { holder.close() }
         try holder.query("BEGIN")
-        try holder.query(
-            """
-            SELECT pg_advisory_xact_lock(\(PrnRecord.retryLockNamespace),
-                                         hashtext(\(PrnRecord.retryLockKey(AppID(household.patient), fingerprint))))
-            """)
+        try holder.query("SELECT pg_advisory_xact_lock(\(PrnRecord.retryLockNamespace), hashtext(\(key)))")
+        // The request on a thread of its own (it blocks in libpq): never starved of a thread by the test's waiting.
         let (token, prn) = (household.token, household.prn)
-        let request = Task {
-            Self.prn(token, ["medicationId": .string(prn.uuidString)], at: Date()).status
+        let status = Mutex<Int?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let answer = Self.prn(token, ["medicationId": .string(prn.uuidString)], at: Date()).status
+            status.withLock { $0 = answer }
+            finished.signal()
         }
-        try await Task.sleep(for: .milliseconds(400))
-        // Still waiting for the lock: nothing recorded yet.
+        // Until the request waits for this very lock (as PostgreSQL shows it), nothing is recorded.
+        let waiting = try TestDatabase.with { connection in
+            for _ in 0..<1000 {
+                let count = try connection.query(
+                    """
+                    SELECT count(*) FROM pg_locks
+                    WHERE locktype = 'advisory' AND NOT granted AND classid = \(PrnRecord.retryLockNamespace)
+                    """)[0].decode(Int.self, at: 0)
+                if count == 1 { return true }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            return false
+        }
+        #expect(waiting, "the keyless request never waited for the (patient, body) lock")
         #expect(try Self.prnCount(household.patient) == 0)
         try holder.query("COMMIT")
-        #expect(await request.value == 200)
+        #expect(finished.wait(timeout: .now() + 30) == .success)
+        #expect(status.withLock { $0 } == 200)
         #expect(try Self.prnCount(household.patient) == 1)
     }
 
