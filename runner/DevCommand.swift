@@ -122,10 +122,12 @@ struct DevCommand: AsyncParsableCommand {
         let shownDatabaseURL = "postgresql://postgres@127.0.0.1:\(databasePort)/caregiver_push"
         let dataDirectory = Self.realPath(".data/postgres")
         // What the functions get: the database, or PgBouncer in front of it (a running one is kept as it is), as the
-        // runtime role (docs/deploy.md#roles), with the dev cluster's password; migrations, seed data and the console
-        // use the cluster's owner.
+        // runtime role (docs/deploy.md#roles), with a password of its own: never the superuser's, which would make
+        // every function's environment a superuser login. Migrations, seed data and the console use the owner.
         let runtime = Migrator.runtimeRole
-        let poolerURL = pooler ? "postgresql://\(runtime):\(password)@127.0.0.1:\(poolerPort)/caregiver_push" : nil
+        let runtimePassword = try devRuntimePassword()
+        let poolerURL =
+            pooler ? "postgresql://\(runtime):\(runtimePassword)@127.0.0.1:\(poolerPort)/caregiver_push" : nil
         if pooler {
             try await DevStepError.step(
                 "starting PgBouncer (scripts/pgbouncer.sh start .data/pgbouncer \(poolerPort))",
@@ -138,7 +140,7 @@ struct DevCommand: AsyncParsableCommand {
             }
         }
         let functionsURL =
-            poolerURL ?? "postgresql://\(runtime):\(password)@127.0.0.1:\(databasePort)/caregiver_push"
+            poolerURL ?? "postgresql://\(runtime):\(runtimePassword)@127.0.0.1:\(databasePort)/caregiver_push"
         let secret = try await DevStepError.step(
             "reading the dev JWT secret (.data/dev-jwt-secret)",
             remedy: "remove .data/dev-jwt-secret (a new one is made; tokens signed with the old one stop working)"
@@ -158,7 +160,7 @@ struct DevCommand: AsyncParsableCommand {
             "migrating and seeding the demo household", remedy: "read the error above; `make db-stop` and start again"
         ) {
             try seed(
-                databaseURL: databaseURL, runtimePassword: password, signingKey: signingKey, secret: secret,
+                databaseURL: databaseURL, runtimePassword: runtimePassword, signingKey: signingKey, secret: secret,
                 logger: logger)
         }
         let runnerPath = Self.displayPath(of: binaryDirectory.appendingPathComponent("runner"))
@@ -234,6 +236,7 @@ struct DevCommand: AsyncParsableCommand {
     private func runScript(_ path: String, _ arguments: [String]) async throws {
         var environment = ProcessInfo.processInfo.environment
         environment["PG_PASSWORD_FILE"] = Self.databasePasswordFile
+        environment["PG_RUNTIME_PASSWORD_FILE"] = Self.runtimePasswordFile
         let result = try await ChildProcess.run(
             executable: URL(fileURLWithPath: path), arguments: arguments, environment: environment, input: Data(),
             forwardStandardError: true)
@@ -244,6 +247,20 @@ struct DevCommand: AsyncParsableCommand {
 
     /// Where the dev cluster's `postgres` password is kept (0600): `scripts/pg.sh` and `pgbouncer.sh` read it.
     static let databasePasswordFile = ".data/postgres.password"
+    /// Where the runtime role's own password is kept (0600): the functions' `DATABASE_URL` and `pgbouncer.sh` use it.
+    static let runtimePasswordFile = ".data/runtime.password"
+
+    /// The runtime role's password: 32 hex digits of its own, made once, never the superuser's.
+    private func devRuntimePassword() throws -> String {
+        try FileManager.default.createDirectory(atPath: ".data", withIntermediateDirectories: true)
+        return try PrivateFile.readOrCreate(
+            atPath: Self.runtimePasswordFile,
+            isUsable: { text in !text.isEmpty && text.allSatisfy { $0.isHexDigit || $0.isNewline } }
+        ) {
+            Hex.encode(try SecureRandom.bytes(16))
+        }
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 
     /// The dev cluster's `postgres` password: 32 hex digits, made once (an earlier `make db-start` may have made it).
     private func devDatabasePassword() throws -> String {
@@ -285,7 +302,7 @@ struct DevCommand: AsyncParsableCommand {
         defer { connection.close() }
         try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(connection, logger: logger)
         // The operator's one step after the first migration (docs/deploy.md#roles): the runtime role logs in, here
-        // with the dev cluster's password (hex digits: nothing to quote).
+        // with its own dev password (hex digits: nothing to quote).
         try connection.query(
             PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN PASSWORD '\(password)'"))
         let patient = Self.demoPatient

@@ -89,11 +89,19 @@ log_disconnections = 0
 EOF
     # With the cluster's password (PG_PASSWORD_FILE, make dev's) clients must give it too, and PgBouncer logs in to
     # the server with it; otherwise both trust local connections (the test runs' throwaway clusters). The functions
-    # connect as the runtime role (docs/deploy.md#roles), which make dev gives the same password; tests, migrations
-    # and seeding as postgres.
+    # connect as the runtime role (docs/deploy.md#roles), with the password in PG_RUNTIME_PASSWORD_FILE (make dev's
+    # own for it) or else the cluster's; tests, migrations and seeding as postgres.
     # PGBOUNCER_USERS: the logins it knows (a pooler that does not know the runtime role: DeploymentCheckTests).
+    # PG_RUNTIME_PASSWORD_FILE: the runtime role's own password (make dev's), never the superuser's.
     users=${PGBOUNCER_USERS:-postgres caregiver_push_runtime}
-    (umask 077 && for user in $users; do printf '"%s" "%s"\n' "$user" "$password"; done >"$dir/userlist.txt")
+    runtime_password=$password
+    if [ -n "${PG_RUNTIME_PASSWORD_FILE:-}" ] && [ -s "$PG_RUNTIME_PASSWORD_FILE" ]; then
+        runtime_password=$(cat "$PG_RUNTIME_PASSWORD_FILE")
+    fi
+    (umask 077 && for user in $users; do
+        if [ "$user" = caregiver_push_runtime ]; then printf '"%s" "%s"\n' "$user" "$runtime_password"
+        else printf '"%s" "%s"\n' "$user" "$password"; fi
+    done >"$dir/userlist.txt")
     if [ "$(id -u)" -eq 0 ]; then chown -R postgres:postgres "$dir"; fi
     # Each client is a descriptor: raise the soft limit to the hard one (a login shell's 1024 would cap the pooler
     # near max_client_conn 1000).

@@ -19,7 +19,7 @@ import Logging
 /// statement timeout that fit in the invocation's deadline less ``answerReserve``, so a lock held elsewhere (a
 /// running `push-sweep`, the open session of an earlier run that was killed) fails the deploy with a reason in
 /// seconds instead of stalling every request queued behind the DDL's lock; and the answer goes only to
-/// CloudFormation's own pre-signed S3 hosts (``isCloudFormationResponseURL(_:)``).
+/// CloudFormation's own pre-signed S3 hosts in the function's own region (``isCloudFormationResponseURL(_:region:)``).
 public struct MigrationsCustomResource: InvocationHandling {
     public let functionName = "db-migrate"
     public let configuration: Configuration
@@ -29,6 +29,10 @@ public struct MigrationsCustomResource: InvocationHandling {
     /// `CUSTOM_RESOURCE_RESPONSE_ORIGIN`: one more origin (`http://127.0.0.1:PORT`) an answer may go to — the local
     /// stand-in for S3 of the tests and the release check; a deploy never sets it.
     public let extraResponseOrigin: String?
+    /// `AWS_REGION`: the function's region (Lambda sets it). CloudFormation answers through the response bucket of the
+    /// stack's region, which is the function's; a bucket of any other region is someone else's to have created (S3
+    /// bucket names are first come, first served). Without it no CloudFormation URL is accepted.
+    public let region: String?
 
     /// The physical id of the one resource this function manages (CloudFormation keeps it across updates).
     static let physicalResourceID = "caregiver-push-database-migrations"
@@ -46,8 +50,10 @@ public struct MigrationsCustomResource: InvocationHandling {
     static let lockAttempts = 3
 
     public init(
-        configuration: Configuration, logger: Logger, migrationsDirectory: URL, extraResponseOrigin: String? = nil
+        configuration: Configuration, logger: Logger, migrationsDirectory: URL, extraResponseOrigin: String? = nil,
+        region: String? = nil
     ) {
+        self.region = region.flatMap { $0.isEmpty ? nil : $0 }
         self.configuration = configuration
         self.logger = logger
         self.migrationsDirectory = migrationsDirectory
@@ -118,7 +124,7 @@ public struct MigrationsCustomResource: InvocationHandling {
     private func summary(of input: InvocationInput) -> AnyDocument {
         let request: Request
         do {
-            request = try Self.parse(input.eventBytes, extraOrigin: extraResponseOrigin)
+            request = try Self.parse(input.eventBytes, extraOrigin: extraResponseOrigin, region: region)
         } catch {
             // Nowhere to answer: the event is not CloudFormation's. Nothing was changed.
             logger.error("event is not a custom-resource request", metadata: ["error": .string(error.detail)])
@@ -147,10 +153,11 @@ public struct MigrationsCustomResource: InvocationHandling {
     /// - Parameter extraOrigin: `CUSTOM_RESOURCE_RESPONSE_ORIGIN`, the one origin besides CloudFormation's allowed.
     /// - Throws: a 400 ``Problem`` when the event is not a JSON object with a `ResponseURL` of CloudFormation's
     ///   (nothing is run and nothing is sent: whoever may invoke the function cannot make it send to any address).
-    static func parse(_ bytes: [UInt8], extraOrigin: String?) throws(Problem) -> Request {
+    /// - Parameter region: `AWS_REGION`; CloudFormation's URLs are accepted only for this region's bucket.
+    static func parse(_ bytes: [UInt8], extraOrigin: String?, region: String?) throws(Problem) -> Request {
         let members = try Problem.eventMembers(bytes, expected: "a CloudFormation custom-resource request")
         guard let url = members["ResponseURL"]?.stringValue, url.utf8.count <= 8192,
-            isCloudFormationResponseURL(url) || extraOrigin.map({ url.hasPrefix($0 + "/") }) == true
+            isCloudFormationResponseURL(url, region: region) || extraOrigin.map({ url.hasPrefix($0 + "/") }) == true
         else {
             throw .badRequest(
                 "The event has no ResponseURL of CloudFormation's: it is not a CloudFormation custom-resource request.")
@@ -162,21 +169,19 @@ public struct MigrationsCustomResource: InvocationHandling {
             physicalResourceID: members["PhysicalResourceId"]?.stringValue)
     }
 
-    /// Whether `url` is one CloudFormation hands out: `https://` to its regional response bucket on S3
+    /// Whether `url` is one CloudFormation hands out in `region`: `https://` to that region's response bucket on S3
     /// (`cloudformation-custom-resource-response-<region without dashes>.s3.amazonaws.com`, or the regional forms
     /// `….s3.<region>.amazonaws.com`, `….s3-<region>.amazonaws.com`, and `.amazonaws.com.cn` in China), no user
-    /// information, no port.
-    static func isCloudFormationResponseURL(_ url: String) -> Bool {
-        guard url.hasPrefix("https://") else { return false }
+    /// information, no port. The bucket's region, and the host's when it names one, must be `region`.
+    static func isCloudFormationResponseURL(_ url: String, region: String?) -> Bool {
+        guard let region, url.hasPrefix("https://") else { return false }
         let authority = url.dropFirst("https://".count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let bucket = "cloudformation-custom-resource-response-"
         guard authority.hasPrefix(bucket) else { return false }
         let rest = authority.dropFirst(bucket.count)
-        let region = rest.prefix { $0 != "." }
-        guard !region.isEmpty, region.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber) }) else {
-            return false
-        }
-        var host = rest.dropFirst(region.count)
+        let bucketRegion = rest.prefix { $0 != "." }
+        guard !bucketRegion.isEmpty, bucketRegion == region.filter({ $0 != "-" }) else { return false }
+        var host = rest.dropFirst(bucketRegion.count)
         for suffix in [".amazonaws.com", ".amazonaws.com.cn"] where host.hasSuffix(suffix) {
             host = host.dropLast(suffix.count)
             // `.s3`, `.s3.<region>`, `.s3-<region>` (a region: lowercase letters, digits and dashes).
@@ -184,8 +189,7 @@ public struct MigrationsCustomResource: InvocationHandling {
             let regional = host.dropFirst(".s3".count)
             if regional.isEmpty { return true }
             guard let first = regional.first, first == "." || first == "-" else { return false }
-            let name = regional.dropFirst()
-            return !name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }
+            return regional.dropFirst() == region
         }
         return false
     }

@@ -388,11 +388,19 @@ struct DbMigrateTests {
             "https://user@cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x?Signature=x",
             "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com:8443/x?Signature=x",
             "https://cloudformation-custom-resource-response-us-east-1.evil.example/x?Signature=x",
+            // Another region's bucket (anyone may have created it), or this region's bucket on another region's host.
+            "https://cloudformation-custom-resource-response-euwest1.s3.amazonaws.com/x?Signature=x",
+            "https://cloudformation-custom-resource-response-useast2.s3.us-east-2.amazonaws.com/x?Signature=x",
+            "https://cloudformation-custom-resource-response-useast1.s3.eu-west-1.amazonaws.com/x?Signature=x",
+            "https://cloudformation-custom-resource-response-useast1.s3-eu-west-1.amazonaws.com/x?Signature=x",
         ]
         for url in urls {
             let run = try Self.run(
                 Self.request("Create", responseURL: url),
-                ["DATABASE_URL": database.url, "CUSTOM_RESOURCE_RESPONSE_ORIGIN": elsewhere.origin])
+                [
+                    "DATABASE_URL": database.url, "CUSTOM_RESOURCE_RESPONSE_ORIGIN": elsewhere.origin,
+                    "AWS_REGION": "us-east-1",
+                ])
             #expect(try JSONValue.parse(run.result.standardOutput)["status"] == .number(400), "\(url)")
         }
         #expect(try fake.requests().isEmpty && elsewhere.requests().isEmpty)

@@ -58,7 +58,9 @@ enum DeliveryQueue {
     }
 
     /// Leases due deliveries — `PENDING` past `next_attempt_at`, or `SENDING` past `lease_until` — whose device is
-    /// still enabled and whose event is younger than `PUSH_MAX_AGE_SECONDS`: of one event (the recording's own
+    /// still enabled, whose owner is still linked to the event's patient (a link the app revoked after the recording
+    /// ends the delivery's chances: it is never sent, and expires), and whose event is younger than
+    /// `PUSH_MAX_AGE_SECONDS`: of one event (the recording's own
     /// post-response send) or of any (the sweep), oldest first, at most `limit`.
     /// - Returns: the lease token and the deliveries it holds.
     static func lease(
@@ -82,6 +84,9 @@ enum DeliveryQueue {
                            OR (p.status = 'SENDING' AND p.lease_until <= now()))
                       AND d.is_enabled
                       AND e.created_at > now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
+                      AND EXISTS (
+                          SELECT 1 FROM caregiver_push.caregiver_patient_links l
+                          WHERE l.caregiver_id = d.owner_id AND l.patient_id = e.patient_id AND l.revoked_at IS NULL)
                     ORDER BY p.next_attempt_at
                     LIMIT \(limit)
                     FOR UPDATE OF p SKIP LOCKED
