@@ -134,17 +134,17 @@ while IFS= read -r line; do
     esac
 done < <(grep -E '^(curl|sed -e) ' "$log")
 [ "$count" -ge 7 ] || fail "the banner printed $count commands, not the 7 expected"
-# The functions log in as the runtime role with a password of its own: the superuser's is in no process of the
-# stack (the runner, its warm workers, PostgreSQL), whose environments the commands above have populated.
+# The functions log in as the runtime role with a password of its own: the superuser's password does not log it in
+# (a function's DATABASE_URL must never be a superuser's login in disguise), its own does.
 pg_password=$(cat "$clone/.data/postgres.password")
 runtime_password=$(cat "$clone/.data/runtime.password" 2>/dev/null || true)
-[ -n "$runtime_password" ] && [ "$runtime_password" != "$pg_password" ] \
-    || fail "the runtime role has no password of its own (.data/runtime.password)"
-for pid in $(ps -o pid= --sid "$runner_pid"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qF "$pg_password"; then
-        fail "process $pid ($(cat "/proc/$pid/comm" 2>/dev/null)) has the superuser's password in its environment"
-    fi
-done
+runtime_login() {
+    PGPASSWORD=$1 PGCONNECT_TIMEOUT=5 psql -X -q -At -h 127.0.0.1 -p "$pg_port" -U caregiver_push_runtime \
+        -d caregiver_push -c 'SELECT 1' >/dev/null 2>&1
+}
+if runtime_login "$pg_password"; then fail "the runtime role logs in with the superuser's password"; fi
+[ -n "$runtime_password" ] && runtime_login "$runtime_password" \
+    || fail "the runtime role does not log in with its own password (.data/runtime.password)"
 console=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http_port/_dev")
 [ "$console" = 200 ] || fail "the console at /_dev answered $console"
 if [ "$failures" -ne 0 ]; then
