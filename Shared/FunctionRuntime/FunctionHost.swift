@@ -29,11 +29,14 @@ public enum FunctionHost {
     ///   - renew: in the Runtime-API loop, asked after each invocation (its response posted, its post-response work
     ///     done; given its deadline) whether the handler and resources must be made again for the next one (secrets
     ///     read at run time have changed); `nil` keeps them. The old resources are released.
+    ///   - prepare: in the Runtime-API loop, asked before each invocation whether the handler and resources in hand
+    ///     may serve it (a secret past its grace: read again now, or dropped); `nil` keeps them.
     ///   - setUp: given the environment and the function's logger, the handler and the resources it keeps for the
     ///     process's life. Called once, before the first event is read.
     public static func main<H: InvocationHandling>(
         name: String, environment: [String: String]? = nil,
         renew: ((_ deadline: ContinuousClock.Instant?) -> (H, H.Resources)?)? = nil,
+        prepare: (() -> (H, H.Resources)?)? = nil,
         _ setUp: (_ environment: [String: String], _ logger: Logger) -> (H, H.Resources)
     ) -> Never {
         // A host that stops reading must not kill us mid-response: the failed write is reported instead.
@@ -45,7 +48,8 @@ public enum FunctionHost {
         let (handler, resources) = setUp(environment, logger)
         if let api = environment["AWS_LAMBDA_RUNTIME_API"], !api.isEmpty {
             logger.info("runtime API loop starting")
-            var loop = RuntimeAPILoop(handler: handler, resources: resources, api: api, renew: renew)
+            var loop = RuntimeAPILoop(
+                handler: handler, resources: resources, api: api, renew: renew, prepare: prepare)
             exit(loop.run())
         }
         exit(runOnce(handler, resources: resources))

@@ -20,6 +20,9 @@ struct RuntimeAPILoop<H: InvocationHandling> {
     /// Asked after each invocation, with its deadline: a new handler and resources for the next one when what they
     /// were made from has changed. Off the request path: the caller has its answer by then.
     var renew: ((ContinuousClock.Instant?) -> (H, H.Resources)?)? = nil
+    /// Asked before each invocation: a new handler and resources when the ones in hand must not serve it (a secret
+    /// past its grace, read again now or dropped). Cheap when nothing is wrong: a clock read.
+    var prepare: (() -> (H, H.Resources)?)? = nil
 
     private var base: String { "http://\(api)/2018-06-01/runtime" }
 
@@ -41,6 +44,10 @@ struct RuntimeAPILoop<H: InvocationHandling> {
             switch nextInvocation(client) {
             case .success(let invocation):
                 failures = 0
+                if let (preparedHandler, preparedResources) = prepare?() {
+                    handler.release(resources)
+                    (handler, resources) = (preparedHandler, preparedResources)
+                }
                 handle(invocation, coldStart: coldStart, client: client)
                 coldStart = false
                 if let (renewedHandler, renewedResources) = renew?(invocation.deadline) {

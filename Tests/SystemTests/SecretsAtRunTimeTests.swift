@@ -159,6 +159,32 @@ struct SecretsAtRunTimeTests {
         #expect(server.logs("secret not read within its grace: no longer used"))
     }
 
+    @Test("an idle warm worker past the grace reads its secrets before the next request: the rotated one serves it")
+    func graceBeforeTheRequest() throws {
+        let newSecret = "rotated-after-a-leak-with-at-least-32-characters-\(UUID().uuidString)"
+        let fake = try SecretsExtensionFake(
+            secrets: [Self.databaseARN: try Self.rdsSecret(), Self.jwtARN: testJWTSecret], ttlSeconds: 0.5)
+        _ = TestDatabase.migrated
+        // Refresh every second: a grace of two.
+        let server = try RunnerServer(
+            arguments: ["--mode", "warm", "--warm-workers", "1"],
+            environment: Self.lambdaEnvironment(fake, ["SECRETS_REFRESH_SECONDS": "1"]))
+        func register(with secret: String) throws -> Int {
+            try server.post(
+                "/api/push/register", bearer: try caregiverToken(UUID(), secret: secret),
+                body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")]
+            ).status
+        }
+        #expect(try register(with: testJWTSecret) == 200)
+        // The secret is rotated after a leak while the worker is idle (as a frozen Lambda environment is): no
+        // invocation ends, so no refresh runs after one. Past the grace, the very next request is served by the new
+        // secret, and the leaked one is refused.
+        try fake.store([Self.databaseARN: try Self.rdsSecret(), Self.jwtARN: newSecret])
+        Thread.sleep(forTimeInterval: 3)
+        #expect(try register(with: testJWTSecret) == 401)
+        #expect(try register(with: newSecret) == 200)
+    }
+
     // MARK: The reading itself
 
     @Test("the database secret: a URL as it is, RDS JSON with its password percent-encoded, anything else refused")

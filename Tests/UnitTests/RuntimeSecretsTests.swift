@@ -51,6 +51,36 @@ struct RuntimeSecretsTests {
         #expect(healed.errors.isEmpty)
     }
 
+    @Test("past the grace, before an invocation: read again at once, kept if readable, dropped if not")
+    func graceBeforeInvocation() throws {
+        let store = Store()
+        let secrets = RuntimeSecrets(environment: Self.environment, read: store.read)
+        let logger = Logger(label: "tests")
+        let start = ContinuousClock.now
+        _ = secrets.configuration(logger: logger, now: start)
+        // No refresh ran (short deadlines, or the environment was frozen): within the grace nothing is due before an
+        // invocation; a second past it, the clock read says so.
+        #expect(!secrets.isPastGrace(now: start + .seconds(599)))
+        #expect(secrets.isPastGrace(now: start + .seconds(600)))
+        // Readable and unchanged: read again, nothing to renew, and no longer past the grace.
+        #expect(secrets.renewedConfiguration(logger: logger, now: start + .seconds(600), force: true) == nil)
+        #expect(!secrets.isPastGrace(now: start + .seconds(601)))
+        // Hours later (a thawed environment), the JWT secret rotated after a leak: the new value serves the request.
+        store.values.withLock { $0["arn:jwt"] = String(repeating: "n", count: 40) }
+        let later = start + .seconds(4 * 3600)
+        #expect(secrets.isPastGrace(now: later))
+        let rotated = try #require(secrets.renewedConfiguration(logger: logger, now: later, force: true))
+        #expect(rotated.jwtSecret == String(repeating: "n", count: 40))
+        // Hours later again, the secret unreadable: dropped before the request, which gets the 500 naming it.
+        store.values.withLock { $0["arn:jwt"] = nil }
+        let closed = try #require(
+            secrets.renewedConfiguration(logger: logger, now: later + .seconds(4 * 3600), force: true))
+        #expect(closed.errors.map(\.variable) == ["SUPABASE_JWT_SECRET_ARN"])
+        // A dropped secret is not "past the grace" again (it is already refused); the database's, read just now, is
+        // not either.
+        #expect(!secrets.isPastGrace(now: later + .seconds(4 * 3600 + 1)))
+    }
+
     @Test("a changed secret is a new configuration at the next refresh; an unchanged one is none")
     func rotation() throws {
         let store = Store()

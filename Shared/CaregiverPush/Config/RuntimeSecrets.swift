@@ -68,10 +68,24 @@ public final class RuntimeSecrets {
         return now - readAt >= refreshInterval
     }
 
-    /// A new configuration when the refresh interval has passed and the new reading differs from the last: a
-    /// secret changed, a secret that failed is read again, or one has not been read for longer than ``grace``.
-    public func renewedConfiguration(logger: Logger, now: ContinuousClock.Instant = .now) -> Configuration? {
-        guard isDue(now: now), let current else { return nil }
+    /// Whether a secret in use was last read successfully longer ago than ``grace``: a clock read, made before every
+    /// invocation, so that a value past its grace never serves a request — not after refreshes skipped for short
+    /// deadlines, and not in an environment thawed after hours.
+    public func isPastGrace(now: ContinuousClock.Instant = .now) -> Bool {
+        guard let current else { return false }
+        let failing = Set(current.errors.map(\.variable))
+        return Configuration.secretVariables.contains { arn, _ in
+            environment[arn] != nil && !failing.contains(arn) && lastGood[arn].map { now - $0 >= grace } ?? false
+        }
+    }
+
+    /// A new configuration when the refresh interval has passed (or `force`) and the new reading differs from the
+    /// last: a secret changed, a secret that failed is read again, or one has not been read for longer than
+    /// ``grace``.
+    public func renewedConfiguration(
+        logger: Logger, now: ContinuousClock.Instant = .now, force: Bool = false
+    ) -> Configuration? {
+        guard force || isDue(now: now), let current else { return nil }
         var reading = Configuration.resolvingSecrets(in: environment, read: refreshRead)
         readAt = now
         var kept: [ConfigurationError] = []

@@ -61,18 +61,29 @@ public enum CaregiverFunction {
             }
         }
         let secrets = RuntimeSecrets(environment: environment, source: SecretsExtension(environment: environment))
-        let renew = { (deadline: ContinuousClock.Instant?) -> (H, FunctionResources)? in
-            // Not with less than the reading's worst case left: the next invocation's end will do.
-            guard secrets.isDue(), deadline.map({ $0 - .now >= refreshReserve }) ?? true else { return nil }
+        let renewed = { (force: Bool) -> (H, FunctionResources)? in
             // Made here, not above: FunctionHost bootstraps the JSON log handler before the loop starts.
             var logger = Logger(label: name)
             logger[metadataKey: "function"] = .string(name)
-            guard let configuration = secrets.renewedConfiguration(logger: logger) else { return nil }
+            guard let configuration = secrets.renewedConfiguration(logger: logger, force: force) else { return nil }
             logger.info("secrets changed: configuration renewed")
             reportRefusedValues(configuration, logger: logger)
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
         }
-        FunctionHost.main(name: name, environment: environment, renew: renew) { _, logger in
+        let renew = { (deadline: ContinuousClock.Instant?) -> (H, FunctionResources)? in
+            // Not with less than the reading's worst case left: the next invocation's end will do, and the grace is
+            // checked before every invocation regardless.
+            guard secrets.isDue(), deadline.map({ $0 - .now >= refreshReserve }) ?? true else { return nil }
+            return renewed(false)
+        }
+        // Before each invocation, a clock read: a secret whose last good reading is older than the grace (refreshes
+        // skipped, or an environment thawed after hours) is read again now, in front of this one request, and dropped
+        // if it cannot be — the request then gets the 500 that names it, never the stale value.
+        let prepare = { () -> (H, FunctionResources)? in
+            guard secrets.isPastGrace() else { return nil }
+            return renewed(true)
+        }
+        FunctionHost.main(name: name, environment: environment, renew: renew, prepare: prepare) { _, logger in
             let configuration = secrets.configuration(logger: logger)
             reportRefusedValues(configuration, logger: logger)
             return (makeHandler(configuration, logger), FunctionResources(configuration: configuration))
