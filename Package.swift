@@ -206,7 +206,8 @@ let package = Package(
         .testTarget(
             name: "UnitTests",
             dependencies: [
-                "Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations", "ProcessSupervision",
+                "Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                "ProcessSupervision",
                 "TestSupport",
                 // The gateway's event builder, read back by the functions' own strict parser (GatewayEventTests).
                 "FunctionGateway", .product(name: "HTTPTypes", package: "swift-http-types"),
