@@ -17,8 +17,12 @@ import FoundationEssentials
 public final class CaregiverTokenVerifier {
     /// Longest accepted token, in bytes (8 KiB).
     public static let maximumTokenLength = 8192
-    /// Allowed clock difference for `exp` and `nbf`.
+    /// Allowed clock difference for `exp`, `nbf` and `iat`.
     public static let leeway: TimeInterval = 30
+    /// The longest a caregiver token may live: Supabase's own maximum for its JWT expiry setting (one week; its
+    /// default is an hour). A later `exp` is refused (`tooLongLived`), so a token signed by a leaked secret or key
+    /// cannot be made to outlive the leak's rotation by years.
+    public static let maximumLifetime: TimeInterval = 7 * 24 * 3600
 
     private enum VerificationKey {
         case secret([UInt8])
@@ -182,12 +186,21 @@ public final class CaregiverTokenVerifier {
         }
     }
 
-    /// `exp`, `nbf`, `aud`, `role`, `sub`, `is_anonymous`, `iss`, in that order.
+    /// `exp` (and its distance from now), `iat`, `nbf`, `aud`, `role`, `sub`, `is_anonymous`, `iss`, in that order.
     private func checkClaims(_ claims: JSONValue, now: Date) throws(TokenRejection) -> CaregiverIdentity {
         let currentTime = now.timeIntervalSince1970
         guard let expiryMember = claims["exp"] else { throw TokenRejection(.missingExpiry) }
         guard let expiry = expiryMember.numberValue else { throw TokenRejection(.malformed) }
         guard currentTime <= expiry + Self.leeway else { throw TokenRejection(.expired) }
+        guard expiry - currentTime <= Self.maximumLifetime + Self.leeway else { throw TokenRejection(.tooLongLived) }
+        if let issuedAtMember = claims["iat"] {
+            guard let issuedAt = issuedAtMember.numberValue, issuedAt <= currentTime + Self.leeway else {
+                throw TokenRejection(.issuedInFuture)
+            }
+            guard expiry - issuedAt <= Self.maximumLifetime + Self.leeway else {
+                throw TokenRejection(.tooLongLived)
+            }
+        }
         if let notBeforeMember = claims["nbf"] {
             guard let notBefore = notBeforeMember.numberValue else { throw TokenRejection(.malformed) }
             guard currentTime + Self.leeway >= notBefore else { throw TokenRejection(.notYetValid) }

@@ -47,6 +47,11 @@ public struct TokenRejection: Error, Equatable, CustomStringConvertible {
         case expired
         /// `nbf` is more than the leeway in the future.
         case notYetValid
+        /// `iat` is more than the leeway in the future, or not a number.
+        case issuedInFuture
+        /// `exp` lies further ahead than a token may live (``CaregiverTokenVerifier/maximumLifetime``, from now or
+        /// from `iat`): a token minted to last for years is no session's.
+        case tooLongLived
         /// `aud` missing, or not containing the expected audience.
         case wrongAudience
         /// `iss` differs from the configured issuer.

@@ -29,6 +29,22 @@ struct CaregiverTokenClaimsTests {
         #expect(try rejection(changing: ["exp": .string("9999999999")]) == .malformed)
     }
 
+    @Test("a token meant to live longer than a week, by exp or by exp − iat, or issued in the future, is rejected")
+    func lifetime() throws {
+        let now = fixture.now.timeIntervalSince1970
+        let week = CaregiverTokenVerifier.maximumLifetime
+        // The year 5000, and a week and a minute ahead.
+        #expect(try rejection(changing: ["exp": .number(95_617_584_000)]) == .tooLongLived)
+        #expect(try rejection(changing: ["exp": .number(now + week + 60)]) == .tooLongLived)
+        // Issued an hour ago to last eight days: still a week ahead at most, but longer-lived than any session.
+        #expect(
+            try rejection(changing: ["iat": .number(now - 3600), "exp": .number(now + week - 60)]) == .tooLongLived)
+        #expect(try rejection(changing: ["iat": .number(now + 120), "exp": .number(now + 3600)]) == .issuedInFuture)
+        #expect(try rejection(changing: ["iat": .string("now")]) == .issuedInFuture)
+        // Supabase's longest setting, issued now: accepted.
+        #expect(try rejection(changing: ["iat": .number(now), "exp": .number(now + week)]) == nil)
+    }
+
     @Test("a token whose nbf is beyond the leeway in the future is rejected")
     func notYetValid() throws {
         #expect(try rejection(changing: ["nbf": .number(fixture.now.timeIntervalSince1970 + 31)]) == .notYetValid)
