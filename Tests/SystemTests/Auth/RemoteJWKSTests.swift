@@ -8,9 +8,10 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// `SUPABASE_JWKS_URL`: the built `push-register` fetching a Supabase-like JWKS from the emulator, with the document
-/// shared through PostgreSQL. Rotation is the test PUTting the next key set; "after ten minutes" and "after an
-/// hour" are the cached row aged in the database, so the real durations are what is tested.
+/// `SUPABASE_JWKS_URL`: the built `push-register` fetching a Supabase-like JWKS from the emulator, each process for
+/// itself, the refetch rate limit shared through PostgreSQL. Rotation is the test PUTting the next key set; "after
+/// ten minutes" and "after an hour" are a warm process's invocations at chosen instants, so the real durations are
+/// what is tested.
 @Suite("JWKS by URL")
 struct RemoteJWKSTests {
     let fake: FCMFake
@@ -30,15 +31,19 @@ struct RemoteJWKSTests {
         ])
     }
 
-    @Test("a token signed by the in-use key is accepted; one fetch serves the following invocations")
+    @Test("a token signed by the in-use key is accepted; a process fetches once, for itself, and serves on from it")
     func inUseKey() throws {
         try fake.serveJWKS(keys: [inUse.jwk(kid: "in-use")])
         let token = try accessToken(.ec(inUse, kid: "in-use"))
         let first = try register(token)
         #expect(first.response?.statusCode == 200)
         #expect(try fake.jwksFetches == 1)
+        // Another process trusts no copy but its own.
         #expect(try register(token).response?.statusCode == 200)
-        #expect(try fake.jwksFetches == 1, "the second process must use the document cached in PostgreSQL")
+        #expect(try fake.jwksFetches == 2)
+        let warm = WarmFunction(environment: environment)
+        for offset in [0.0, 5, 60] { #expect(try warm.register(token, at: Date() + offset) == 200) }
+        #expect(try fake.jwksFetches == 3)
         #expect(first.stderr.contains("caregiver signing keys fetched"))
         let publicX = try #require(try inUse.jwk(kid: "in-use")["x"]?.stringValue)
         for secret in [token, publicX] { #expect(!first.stderr.contains(secret)) }
@@ -58,20 +63,15 @@ struct RemoteJWKSTests {
         try fake.serveJWKS(keys: [new.jwk(), old.jwk()])
         #expect(try register(old.token()).response?.statusCode == 200)
         #expect(try register(new.token()).response?.statusCode == 200)
-        // A revoked: the cached set still has it until the 10-minute refresh, then it is gone.
+        // A revoked: a process that fetches now no longer has it (a warm one: within its ten minutes, below).
         try fake.serveJWKS(keys: [new.jwk()])
-        let fetches = try fake.jwksFetches
-        #expect(try register(old.token()).response?.statusCode == 200)
-        try ageCachedKeys(by: RemoteJWKS.refreshInterval + 1)
         let revoked = try register(old.token())
         #expect(revoked.response?.statusCode == 401)
         #expect(revoked.stderr.contains(#""auth.reason":"unknownKey""#))
-        #expect(try fake.jwksFetches == fetches + 1)
         #expect(try register(new.token()).response?.statusCode == 200)
-        // A key put in use with no standby period is picked up by the unknown-kid refetch (once 30 s have passed).
+        // A key put in use with no standby period.
         let direct = Key(try PrivateKey.generateP256(), "key-c")
         try fake.serveJWKS(keys: [direct.jwk(), new.jwk()])
-        try ageCachedKeys(by: RemoteJWKS.retryInterval + 1)
         #expect(try register(direct.token()).response?.statusCode == 200)
     }
 
@@ -97,25 +97,28 @@ struct RemoteJWKSTests {
         #expect(try warm.register(new.token(), at: fetched + RemoteJWKS.refreshInterval + 2) == 200)
     }
 
-    @Test("100 tokens with random unknown kids, from many processes at once, cause one refetch in 30 s")
+    @Test("100 tokens with random unknown kids, in ten warm processes at once, cause one refetch in 30 s")
     func unknownKeyIDs() throws {
         try fake.serveJWKS(keys: [inUse.jwk(kid: "in-use")])
-        #expect(try register(try accessToken(.ec(inUse, kid: "in-use"))).response?.statusCode == 200)
-        // The last fetch was over 30 s ago: one refetch is allowed, and only one.
-        try ageCachedKeys(by: RemoteJWKS.retryInterval + 1)
-        let before = try fake.jwksFetches
+        let start = Date()
+        let workers = (0..<10).map { _ in WarmFunction(environment: environment) }
+        for worker in workers {
+            #expect(try worker.register(try accessToken(.ec(inUse, kid: "in-use")), at: start) == 200)
+        }
+        // Each process fetched for itself, once. Over 30 s later, forged kids: one refetch among them all.
+        #expect(try fake.jwksFetches == 10)
         let forger = try PrivateKey.generateP256()
         let tokens = try (0..<100).map { _ in try accessToken(.ec(forger, kid: UUID().uuidString)) }
         let statuses = Mutex<[Int]>([])
-        let environment = self.environment
-        DispatchQueue.concurrentPerform(iterations: 10) { worker in
-            for token in tokens[(worker * 10)..<(worker * 10 + 10)] {
-                let status = (try? Self.register(token, environment: environment))?.response?.statusCode ?? -1
+        let later = start + RemoteJWKS.retryInterval + 1
+        DispatchQueue.concurrentPerform(iterations: 10) { index in
+            for token in tokens[(index * 10)..<(index * 10 + 10)] {
+                let status = (try? workers[index].register(token, at: later)) ?? -1
                 statuses.withLock { $0.append(status) }
             }
         }
         #expect(statuses.withLock { $0 } == [Int](repeating: 401, count: 100))
-        #expect(try fake.jwksFetches - before == 1)
+        #expect(try fake.jwksFetches == 11)
     }
 
     @Test("a warm process refuses unknown kids within the fetch cooldown without asking the database")
@@ -146,27 +149,31 @@ struct RemoteJWKSTests {
         #expect(try fake.jwksFetches == fetches + 1)
     }
 
-    @Test("endpoint down: the cached keys keep working for an hour, then tokens are refused with a log line")
+    @Test("endpoint down: a process's keys keep working for an hour, then tokens are refused with a log line")
     func endpointDown() throws {
         try fake.serveJWKS(keys: [inUse.jwk(kid: "in-use")])
         let token = try accessToken(.ec(inUse, kid: "in-use"))
-        #expect(try register(token).response?.statusCode == 200)
+        let warm = WarmFunction(environment: environment)
+        let start = Date()
+        #expect(try warm.register(token, at: start) == 200)
         try fake.setJWKSDown(true)
-        try ageCachedKeys(by: RemoteJWKS.refreshInterval + 1)
-        let stale = try register(token)
-        #expect(stale.response?.statusCode == 200)
-        #expect(stale.stderr.contains("caregiver signing keys could not be fetched"))
+        #expect(try warm.register(token, at: start + RemoteJWKS.refreshInterval + 1) == 200)
         #expect(try fake.jwksFetches == 2)
-        try ageCachedKeys(by: RemoteJWKS.staleLimit)
+        let past = start + RemoteJWKS.staleLimit + 1
+        #expect(try warm.register(accessToken(.ec(inUse, kid: "in-use"), issued: past), at: past) == 401)
+        // A cold process with the endpoint down has nothing to trust: refused, with the reason logged.
         let refused = try register(token)
         #expect(refused.response?.statusCode == 401)
         #expect(refused.response?.headers["content-type"] == "application/problem+json")
-        #expect(refused.stderr.contains(#""auth.reason":"keySetStale""#))
+        #expect(refused.stderr.contains(#""auth.reason":"keySetUnavailable""#))
+        #expect(refused.stderr.contains("caregiver signing keys could not be fetched"))
         #expect(!refused.stderr.contains(token))
-        // Back up: the next attempt (30 s after the last) restores service.
+        // Back up: the warm process's next attempt (30 s after its last) restores service.
         try fake.setJWKSDown(false)
-        try ageCachedKeys(by: RemoteJWKS.retryInterval + 1, fetched: false)
-        #expect(try register(token).response?.statusCode == 200)
+        let fetchesBefore = try fake.jwksFetches
+        let back = start + RemoteJWKS.staleLimit + RemoteJWKS.retryInterval + 2
+        #expect(try warm.register(accessToken(.ec(inUse, kid: "in-use"), issued: back), at: back) == 200)
+        #expect(try fake.jwksFetches == fetchesBefore + 1)
     }
 
     @Test("an oversized or non-JWKS document is never adopted: the last good set is kept")
@@ -178,11 +185,48 @@ struct RemoteJWKSTests {
         #expect(oversized.response?.statusCode == 401)
         #expect(oversized.stderr.contains(#""auth.reason":"keySetUnavailable""#))
         try fake.serveJWKS(keys: [inUse.jwk(kid: "in-use")])
-        try ageCachedKeys(by: RemoteJWKS.retryInterval + 1, fetched: false)
-        #expect(try register(token).response?.statusCode == 200)
+        let warm = WarmFunction(environment: environment)
+        let start = Date()
+        #expect(try warm.register(token, at: start) == 200)
         try fake.serveJWKS("<html>maintenance</html>")
-        try ageCachedKeys(by: RemoteJWKS.refreshInterval + 1)
-        #expect(try register(token).response?.statusCode == 200)
+        #expect(try warm.register(token, at: start + RemoteJWKS.refreshInterval + 1) == 200)
+        #expect(try register(token).response?.statusCode == 401)
+    }
+
+    @Test("a key set written into jwks_cache by whoever can write it, dated 2100: the forged token 401, the real 200")
+    func writtenKeySetIsNotTrusted() throws {
+        try fake.serveJWKS(keys: [inUse.jwk(kid: "in-use")])
+        let real = try accessToken(.ec(inUse, kid: "in-use"))
+        let forger = try PrivateKey.generateP256()
+        let forged = try accessToken(.ec(forger, kid: "attacker"))
+        let attack = try TokenFixture.text(.object(["keys": .array([forger.jwk(kid: "attacker")])]))
+        // What the runtime role (every function's DATABASE_URL) can write: its own key set, fetched and attempted in
+        // the year 2100; the real key set left out.
+        try TestDatabase.with { connection in
+            try connection.query(
+                """
+                INSERT INTO jwks_cache (url, document, fetched_at, attempted_at)
+                VALUES (\(fake.jwksURL), \(attack), '2100-01-01T00:00:00Z', '2100-01-01T00:00:00Z')
+                ON CONFLICT (url) DO UPDATE SET document = EXCLUDED.document, fetched_at = EXCLUDED.fetched_at,
+                    attempted_at = EXCLUDED.attempted_at
+                """)
+        }
+        for _ in 0..<2 {
+            #expect(try register(forged).response?.statusCode == 401)
+            #expect(try register(real).response?.statusCode == 200)
+        }
+        // A warm process past the unknown-kid cooldown: still only what it fetched; the future attempt is overwritten,
+        // not obeyed.
+        let warm = WarmFunction(environment: environment)
+        let start = Date()
+        #expect(try warm.register(real, at: start) == 200)
+        #expect(try warm.register(forged, at: start + RemoteJWKS.retryInterval + 1) == 401)
+        #expect(try warm.register(real, at: start + RemoteJWKS.retryInterval + 2) == 200)
+        let attempted = try TestDatabase.with { connection in
+            try connection.query("SELECT attempted_at < '2100-01-01' FROM jwks_cache WHERE url = \(fake.jwksURL)")[0]
+                .decode(Bool.self, at: 0)
+        }
+        #expect(attempted)
     }
 
     @Test("Ed25519: a token is accepted; an Ed25519 key whose alg is ES256 is skipped and its tokens refused")
@@ -203,8 +247,9 @@ struct RemoteJWKSTests {
         let es256Claim = try TokenFixture().handBuilt(
             header: #"{"alg":"ES256","kid":"ed-es256"}"#, payload: TokenFixture.text(.object(claims())),
             using: .ed25519(mislabelled, kid: nil))
+        // One fetch, that cold process's own; the claimed alg does not make it ask again.
         #expect(try register(es256Claim).response?.statusCode == 401)
-        #expect(try fake.jwksFetches == claimed)
+        #expect(try fake.jwksFetches == claimed + 1)
     }
 
     @Test("one unusable key beside good ones: the good ones still verify, by URL and inline, and HS256 is no 500")
@@ -253,24 +298,11 @@ struct RemoteJWKSTests {
             "push-register", input: makeEvent(bearer: token, body: body()), environment: environment)
     }
 
-    /// Moves this URL's cached row into the past, as if that much time had gone by.
-    func ageCachedKeys(by seconds: TimeInterval, fetched: Bool = true) throws {
-        let interval = "\(Int(seconds)) seconds"
-        try TestDatabase.with { connection in
-            try connection.query(
-                """
-                UPDATE jwks_cache
-                SET attempted_at = attempted_at - \(interval)::interval,
-                    fetched_at = CASE WHEN \(fetched) THEN fetched_at - \(interval)::interval ELSE fetched_at END
-                WHERE url = \(fake.jwksURL)
-                """)
-        }
-    }
 }
 
-/// Supabase access-token claims for a new caregiver, valid for an hour from now.
-private func claims() -> [String: JSONValue] {
-    let now = Date().timeIntervalSince1970.rounded(.down)
+/// Supabase access-token claims for a new caregiver, valid for an hour from `issued`.
+private func claims(issued: Date = Date()) -> [String: JSONValue] {
+    let now = issued.timeIntervalSince1970.rounded(.down)
     return [
         "sub": .string(UUID().uuidString.lowercased()), "aud": .string("authenticated"),
         "role": .string("authenticated"), "iat": .number(now), "exp": .number(now + 3600),
@@ -278,12 +310,13 @@ private func claims() -> [String: JSONValue] {
     ]
 }
 
-private func accessToken(_ key: JWTSigningKey) throws -> String {
-    try JWTSigner.sign(claims: claims(), using: key)
+private func accessToken(_ key: JWTSigningKey, issued: Date = Date()) throws -> String {
+    try JWTSigner.sign(claims: claims(issued: issued), using: key)
 }
 
-/// One `FunctionHandler` for many invocations: a warm process, whose clock the test sets.
-private final class WarmFunction {
+/// One `FunctionHandler` for many invocations: a warm process, whose clock the test sets. Unchecked: a test hands
+/// each one to one thread at a time, as a process serves one invocation at a time.
+private final class WarmFunction: @unchecked Sendable {
     let handler: FunctionHandler<PushRegister>
     let database: DatabaseSession
     let push: PushResources
