@@ -16,7 +16,7 @@ public final class PostgresConnection {
     /// Opens a connection.
     /// - Parameters:
     ///   - url: a libpq connection URI or key/value string (`DATABASE_URL`). Its own settings win over the defaults
-    ///     given here (a 5 s connect timeout and the application name).
+    ///     given here: a 5 s connect timeout, the application name, and ``silenceBounds``.
     ///   - applicationName: shown in `pg_stat_activity`.
     /// - Throws: ``PostgresError`` with code `.connectionFailed`; its `serverMessage` is libpq's text, which may name
     ///   the host and user but never the password.
@@ -26,8 +26,8 @@ public final class PostgresConnection {
             throw PostgresError(.invalidConnectionString, serverMessage: "DATABASE_URL cannot be parsed")
         }
         // Keywords before `dbname` are defaults; the expanded URI overrides them.
-        let keywords = ["connect_timeout", "application_name", "dbname"]
-        let values = ["5", applicationName, url]
+        let keywords = ["connect_timeout", "application_name"] + Self.silenceBounds.map(\.keyword) + ["dbname"]
+        let values = ["5", applicationName] + Self.silenceBounds.map(\.value) + [url]
         let connection = withCStringArray(keywords) { keywordPointers in
             withCStringArray(values) { valuePointers in
                 PQconnectdbParams(keywordPointers, valuePointers, 1)
@@ -56,6 +56,16 @@ public final class PostgresConnection {
     deinit {
         if let handle { PQfinish(handle) }
     }
+
+    /// How long this side waits on a server that has gone silent (a failover, a partition, a black-holed route):
+    /// every deadline of ours depends on a blocking call that returns. TCP keepalives probe an idle connection after
+    /// 10 s, every 5 s, and give up after 3 unanswered probes (a busy server's kernel still answers them); data left
+    /// unacknowledged for 30 s ends the connection (`tcp_user_timeout`). So a statement waiting on a dead peer fails
+    /// within about 30 s, instead of the operating system's two hours.
+    public static let silenceBounds: [(keyword: String, value: String)] = [
+        ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+        ("tcp_user_timeout", "30000"),
+    ]
 
     /// What every transaction of this connection begins with (``withTransaction(_:)``): waits bounded by
     /// `lock_timeout` and `statement_timeout`, set with `SET LOCAL` so that they end with the transaction and never

@@ -425,6 +425,14 @@ def check_runtime_login(job_pod, service_pod, cron_pod, runtime_secret, function
     served = [name for name, r in resources.items() if r.get("Type") == "Custom::DatabaseMigrations"
               and "DbMigrateFunction" in json.dumps(r.get("Properties", {}).get("ServiceToken"), default=str)]
     check(served == ["DatabaseMigrations"], f"the migrations custom resource served by db-migrate is {served}")
+    # A db-migrate that never answers (a silent network, a killed environment) must not leave CloudFormation
+    # waiting its default hour: the resource gives up a minute after the function's own timeout, by which time the
+    # function has answered FAILED itself whenever it could.
+    migrate_timeout = functions.get("db-migrate", (None, {}))[1].get("Timeout")
+    service_timeout = resources.get("DatabaseMigrations", {}).get("Properties", {}).get("ServiceTimeout")
+    check(isinstance(migrate_timeout, int) and service_timeout == migrate_timeout + 60,
+          f"the migrations custom resource's ServiceTimeout is {service_timeout}, not db-migrate's Timeout "
+          f"{migrate_timeout} + 60 s (CloudFormation's default is an hour)")
     # Knative: the Job's RUNTIME_DATABASE_URL_FILE is the runtime Secret's database-url key, mounted alone.
     container = job_pod["containers"][0]
     env = {e["name"]: e for e in container.get("env", [])}
