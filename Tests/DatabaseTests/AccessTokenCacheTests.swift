@@ -22,19 +22,37 @@ struct AccessTokenCacheTests {
     func refreshMargin() throws {
         let fake = try FCMFake()
         let logger = Logger(label: "t")
+        // Minted 56 minutes ago (Google's clock, the emulator's, is the real one: an assertion from the future would
+        // be refused), so that "now" is when it has under five minutes left.
+        let start = Date() - 3360
         try TestDatabase.with { connection in
-            let first = try Self.provider(fake).accessToken(connection: connection, logger: logger)
+            let first = try Self.provider(fake).accessToken(connection: connection, now: start, logger: logger)
             #expect(try fake.mints == 1)
-            try connection.query(
-                "UPDATE fcm_access_tokens SET expires_at = now() + interval '30 minutes' WHERE client_email = \(fake.clientEmail)"
-            )
-            #expect(try Self.provider(fake).accessToken(connection: connection, logger: logger) == first)
+            // Another process, 30 minutes on (the token lives an hour): reused from the database.
+            #expect(
+                try Self.provider(fake).accessToken(connection: connection, now: start + 1800, logger: logger) == first)
             #expect(try fake.mints == 1)
-            try connection.query(
-                "UPDATE fcm_access_tokens SET expires_at = now() + interval '4 minutes' WHERE client_email = \(fake.clientEmail)"
-            )
-            let second = try Self.provider(fake).accessToken(connection: connection, logger: logger)
+            // 56 minutes on: under five minutes left, replaced.
+            let second = try Self.provider(fake).accessToken(connection: connection, now: start + 3360, logger: logger)
             #expect(second != first)
+            #expect(try fake.mints == 2)
+        }
+    }
+
+    @Test("a stored token whose expiry a writer of the table moved does not open: a new one is minted over it")
+    func expiryIsSealed() throws {
+        let fake = try FCMFake()
+        let logger = Logger(label: "t")
+        // Minted 58 minutes ago: under two minutes left now.
+        let start = Date() - 3480
+        try TestDatabase.with { connection in
+            let first = try Self.provider(fake).accessToken(connection: connection, now: start, logger: logger)
+            // Made to look a day younger, then asked for now, when the real token has under two minutes left.
+            try connection.query(
+                "UPDATE fcm_access_tokens SET expires_at = expires_at + interval '1 day' WHERE client_email = \(fake.clientEmail)"
+            )
+            let later = try Self.provider(fake).accessToken(connection: connection, now: start + 3480, logger: logger)
+            #expect(later != first)
             #expect(try fake.mints == 2)
         }
     }
@@ -51,13 +69,13 @@ struct AccessTokenCacheTests {
             #expect(!stored.isEmpty && String(decoding: stored, as: UTF8.self).contains(token) == false)
             // A row sealed under another key (the service account's key was rotated), far from expiry, holding a
             // token someone else chose: never handed out; a new token is minted over it.
+            let expiry = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 3000).rounded(.down))
             let planted = try AES256GCM.seal(
                 Array("ya29.planted".utf8), key: try SecureRandom.bytes(32),
-                associatedData: Array(fake.clientEmail.utf8))
+                associatedData: AccessTokenProvider.associatedData(fake.clientEmail, expiry))
             try connection.query(
                 """
-                UPDATE fcm_access_tokens SET sealed_token = \(PostgresBytes(planted)),
-                    expires_at = now() + interval '50 minutes'
+                UPDATE fcm_access_tokens SET sealed_token = \(PostgresBytes(planted)), expires_at = \(expiry)
                 WHERE client_email = \(fake.clientEmail)
                 """)
             let minted = try Self.provider(fake).accessToken(connection: connection, logger: logger)

@@ -85,9 +85,12 @@ public final class AccessTokenProvider {
             try connection.query(
                 "SELECT pg_advisory_xact_lock(\(Self.lockNamespace), hashtext(\(account.clientEmail)))")
             if let stored = try storedToken(connection), usable(stored.token, stored.expiresAt) { return stored }
-            let minted = try mint(now: now, timeoutMilliseconds: timeoutMilliseconds)
+            var minted = try mint(now: now, timeoutMilliseconds: timeoutMilliseconds)
+            // Whole seconds, so that the instant sealed with the token is exactly the one stored beside it.
+            minted.expiresAt = Date(timeIntervalSince1970: minted.expiresAt.timeIntervalSince1970.rounded(.down))
             let sealed = try AES256GCM.seal(
-                Array(minted.token.utf8), key: sealingKey, associatedData: Array(account.clientEmail.utf8))
+                Array(minted.token.utf8), key: sealingKey,
+                associatedData: Self.associatedData(account.clientEmail, minted.expiresAt))
             try connection.query(
                 """
                 INSERT INTO caregiver_push.fcm_access_tokens (client_email, sealed_token, expires_at, updated_at)
@@ -102,7 +105,14 @@ public final class AccessTokenProvider {
         return token.token
     }
 
-    /// The stored token, when there is one that opens under this service account's key.
+    /// What the seal authenticates beside the token: the client email and the expiry stored with it (whole seconds),
+    /// so that a writer of the table can neither move a token to another account nor make it look younger: either
+    /// change and the row does not open, and a new token is minted over it.
+    static func associatedData(_ clientEmail: String, _ expiresAt: Date) -> [UInt8] {
+        Array("\(clientEmail)\n\(Int64(expiresAt.timeIntervalSince1970.rounded()))".utf8)
+    }
+
+    /// The stored token, when there is one that opens under this service account's key with its stored expiry.
     private func storedToken(_ connection: PostgresConnection) throws -> (token: String, expiresAt: Date)? {
         guard
             let row = try connection.query(
@@ -115,7 +125,7 @@ public final class AccessTokenProvider {
         let (sealed, expiresAt) = try row.decode((PostgresBytes, Date).self)
         guard
             let opened = try AES256GCM.open(
-                sealed.bytes, key: sealingKey, associatedData: Array(account.clientEmail.utf8)),
+                sealed.bytes, key: sealingKey, associatedData: Self.associatedData(account.clientEmail, expiresAt)),
             let token = String(validating: opened, as: UTF8.self), !token.isEmpty
         else { return nil }
         return (token, expiresAt)
