@@ -60,6 +60,21 @@ public struct Migrator: Sendable {
         if self.appMapping != nil, contract == nil { throw MigrationError.mappingWithoutContract }
     }
 
+    /// Makes concurrent migrators take turns, with a lock no other role can hold: the history table, locked
+    /// `EXCLUSIVE`, which needs rights on it that only its owner has (the runtime role, whose password every function
+    /// holds, could take any advisory lock and fail a deploy by holding it). Before the first migration there is no
+    /// table yet, and no role but the owner can log in: an advisory lock serialises that first run.
+    private func serialize(_ connection: PostgresConnection) throws {
+        let exists = try connection.query(
+            "SELECT to_regclass('caregiver_push.schema_migrations') IS NOT NULL"
+        )[0].decode(Bool.self, at: 0)
+        if exists {
+            try connection.query("LOCK TABLE caregiver_push.schema_migrations IN EXCLUSIVE MODE")
+        } else {
+            try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))")
+        }
+    }
+
     /// Applies what has not been applied yet, then closes the schema (``lockdown``).
     ///
     /// Every migration runs with `search_path` pinned to ``schema`` (then `pg_temp`), so the files name their tables
@@ -70,7 +85,7 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ connection: PostgresConnection, logger: Logger) throws -> [String] {
         try connection.withTransaction { connection in
-            try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))")
+            try serialize(connection)
             try connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(Self.schema)"))
             try connection.query("SELECT set_config('search_path', \(Self.schema + ", pg_temp"), true)")
             try adoptLegacyHistory(connection, logger: logger)

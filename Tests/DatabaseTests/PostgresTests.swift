@@ -128,6 +128,29 @@ struct PostgresTests {
         #expect(secondPID != firstPID)
     }
 
+    @Test("the runtime role cannot hold up a migration: the advisory key is no longer the lock, the history is")
+    func runtimeRoleCannotBlockMigrations() throws {
+        _ = TestDatabase.migrated
+        let runtime = try PostgresConnection(url: TestDatabase.runtimeURL)
+        defer { runtime.close() }
+        // What any login can do: take the advisory key the migrator used to serialise on, for its session's life.
+        try runtime.query("SELECT pg_advisory_lock(7301202611)")
+        // What it cannot: lock the history table the migrator now serialises on.
+        try runtime.query("BEGIN")
+        #expect(throws: PostgresError.self) {
+            try runtime.query("LOCK TABLE caregiver_push.schema_migrations IN EXCLUSIVE MODE")
+        }
+        try runtime.query("ROLLBACK")
+        let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
+        // Bounded either way: a migrator that waits on the advisory key is cancelled within seconds.
+        try TestDatabase.with { connection in
+            try connection.query("SET lock_timeout = '3s'")
+            try connection.query("SET statement_timeout = '5s'")
+            defer { _ = try? connection.query("RESET statement_timeout") }
+            #expect(try migrator.migrate(connection, logger: Logger(label: "test")).isEmpty)
+        }
+    }
+
     @Test("concurrent migrators apply each migration once and agree on the result")
     func concurrentMigrations() throws {
         // A database of its own: the migrations always make the project's schema, so a fresh one needs a fresh
