@@ -173,9 +173,13 @@ struct DevCommand: AsyncParsableCommand {
                     uniqueKeysWithValues: demo.medications.map { ($0.key.rawValue, $0.value.uuidString.lowercased()) }),
                 prn: demo.prn.uuidString.lowercased(), today: demo.today))
         // A developer's machine: x-gateway-pid on, so that warm worker reuse can be seen; two warm workers per function
-        // rather than the table's concurrency (what `gateway serve` starts), which one person's requests never need.
+        // rather than the table's concurrency (what `gateway serve` starts), which one person's requests never need;
+        // on loopback every request is the developer's, so one client's share is the whole.
+        var limits = HTTPLimits()
+        limits.maxRequestsPerClient = limits.maxConnections
         let options = GatewayServer.Options(
-            host: "127.0.0.1", port: port, mode: serveMode, warmWorkers: 2, debugHeaders: true, schedules: schedules,
+            host: "127.0.0.1", port: port, mode: serveMode, warmWorkers: 2, debugHeaders: true, limits: limits,
+            schedules: schedules,
             additionalRoutes: { console.addRoutes(to: $0) })
         let server = try await DevStepError.step(
             "starting the runner", remedy: "read the error above (the FCM emulator's TLS files need `openssl`)"

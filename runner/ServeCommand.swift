@@ -23,7 +23,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async {
         await reportingErrors {
-            try await options.serve(label: "runner", extensions: fcmEmulator ? [try EmulatorExtension()] : [])
+            try await options.serve(
+                label: "runner", extensions: fcmEmulator ? [try EmulatorExtension()] : [], developerTool: true)
         }
     }
 }

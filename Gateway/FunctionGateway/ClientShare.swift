@@ -5,27 +5,26 @@ import Synchronization
 /// concurrency slot, or running) at once. Without it one client keeping enough requests open fills a function's
 /// slots and queue (its `concurrency` and four times that) and every other caller of that function gets 503s.
 ///
-/// The client is the connection's address, or, when the gateway is told which header the proxy in front of it
-/// sets (``clientHeader``), that header's last value: the one the proxy wrote, which the client cannot choose.
+/// The client is the connection's address, or, when it is a trusted proxy's, the address the proxies' header names
+/// (``ClientAddressRule``).
 final class ClientShare: Sendable {
     /// Requests of one client in flight at once; one more is answered 429 at once.
     let limit: Int
-    /// A header a trusted proxy sets to the client's address (`x-envoy-external-address`, `x-forwarded-for`).
-    let clientHeader: HTTPField.Name?
+    /// How a request's client is told from its proxies; `nil`: the connection's address.
+    let rule: ClientAddressRule?
+    private let header: HTTPField.Name?
     private let inFlight = Mutex<[String: Int]>([:])
 
-    init(limit: Int, clientHeader: String?) {
+    init(limit: Int, rule: ClientAddressRule?) {
         self.limit = limit
-        self.clientHeader = clientHeader.flatMap { HTTPField.Name($0) }
+        self.rule = rule
+        self.header = rule.flatMap { HTTPField.Name($0.header) }
     }
 
     /// Who sent a request with these headers over a connection from `peer`.
     func client(headers: HTTPFields, peer: String?) -> String {
-        if let clientHeader, let value = headers[values: clientHeader].last {
-            let last = value.split(separator: ",").last.map { String($0).trimmingOptionalSpaces() } ?? ""
-            if !last.isEmpty { return last }
-        }
-        return peer ?? "unknown"
+        guard let rule, let header else { return peer ?? "unknown" }
+        return rule.client(headerLines: headers[values: header], peer: peer)
     }
 
     /// Counts a request of `client` in; `false` (nothing counted) when it already has ``limit`` in flight.
@@ -44,11 +43,5 @@ final class ClientShare: Sendable {
             let left = (counts[client] ?? 1) - 1
             counts[client] = left > 0 ? left : nil
         }
-    }
-}
-
-extension String {
-    fileprivate func trimmingOptionalSpaces() -> String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -38,7 +38,7 @@ package final class Gateway: Sendable {
         queueTimeout: Duration, debugHeaders: Bool, limits: HTTPLimits = HTTPLimits(), logger: Logger
     ) {
         self.table = table
-        clients = ClientShare(limit: limits.maxRequestsPerClient, clientHeader: limits.clientAddressHeader)
+        clients = ClientShare(limit: limits.maxRequestsPerClient, rule: limits.clientAddress)
         self.debugHeaders = debugHeaders
         self.mode = mode
         self.cold = cold

@@ -24,13 +24,12 @@ package struct HTTPLimits: Sendable {
     /// proxy's address, so a deployment there sets it as high as ``maxConnections``.
     package var maxConnectionsPerClient = 128
     /// Requests of one client in flight at once (queued or running), across the functions: its share of their
-    /// concurrency slots and queues (one more is answered 429 with `Retry-After: 1`). Behind a proxy that does not
-    /// pass the client's address in a header the gateway trusts (``clientAddressHeader``), every request comes from
-    /// the proxy: a deployment there sets it high and leaves per-client limits to the proxy.
+    /// concurrency slots and queues (one more is answered 429 with `Retry-After: 1`). Behind proxies, the client is
+    /// told from their header by ``clientAddress``.
     package var maxRequestsPerClient = 16
-    /// The header a trusted proxy in front sets to the client's address; its last value names the client. `nil`:
-    /// the connection's own address.
-    package var clientAddressHeader: String?
+    /// How the client is read from the header the trusted proxies in front append to; `nil`: the connection's own
+    /// address.
+    package var clientAddress: ClientAddressRule?
     /// After an error answer, how long unread input is discarded before the socket closes, so that the client reads
     /// the answer instead of a reset.
     package var lingerTimeout: Duration = .seconds(2)

@@ -52,7 +52,11 @@ package struct ServeOptions: ParsableArguments {
     /// - Parameters:
     ///   - label: the logger's label and `function` (`gateway` or `runner`).
     ///   - extensions: what the developer's tools add (the runner's FCM emulator); none in production.
-    package func serve(label: String, extensions: [any GatewayExtension] = []) async throws {
+    ///   - developerTool: the runner, whose default share of one client is the whole when it listens on a loopback
+    ///     address (``HTTPLimitOptions/limits(developersMachine:)``).
+    package func serve(label: String, extensions: [any GatewayExtension] = [], developerTool: Bool = false)
+        async throws
+    {
         JSONLogHandler.bootstrap()
         var logger = Logger(label: label)
         logger[metadataKey: "function"] = .string(label)
@@ -64,7 +68,8 @@ package struct ServeOptions: ParsableArguments {
         try infra.checkBuilt(table, in: binDirectory, schedules: schedules)
         let options = GatewayServer.Options(
             host: host, port: port, mode: mode, warmWorkers: warmWorkers, maxBody: maxBody,
-            queueTimeout: .milliseconds(queueTimeoutMs), debugHeaders: debugHeaders, limits: try limits.limits(),
+            queueTimeout: .milliseconds(queueTimeoutMs), debugHeaders: debugHeaders,
+            limits: try limits.limits(developersMachine: developerTool && Self.isLoopback(host)),
             schedules: schedules)
         let server = try await GatewayServer.make(
             table: table, binDirectory: binDirectory, options: options, extensions: extensions, logger: logger)
@@ -72,6 +77,15 @@ package struct ServeOptions: ParsableArguments {
             let line = "{\"event\":\"listening\",\"port\":\(boundPort),\"mode\":\"\(mode.rawValue)\"}\n"
             FileHandle.standardOutput.write(Data(line.utf8))
         }
+    }
+}
+
+extension ServeOptions {
+    /// Whether `host` is reachable from this machine only.
+    package static func isLoopback(_ host: String) -> Bool {
+        guard host != "localhost" else { return true }
+        guard let address = IPAddress(host) else { return false }
+        return address.bytes.count == 4 ? address.bytes[0] == 127 : address == IPAddress("::1")
     }
 }
 
@@ -104,28 +118,44 @@ package struct HTTPLimitOptions: ParsableArguments {
 
     @Option(
         help: """
-            Most requests of one client in flight at once, across the functions (one more is answered 429). Behind a \
-            proxy that does not pass the client's address in --client-address-header, every request has the \
-            proxy's address: set it high there and limit clients at the proxy.
+            Most requests of one client in flight at once, across the functions (one more is answered 429). Default:             16; `runner serve` on a loopback address: --max-connections (one developer is every client there).
             """)
-    var maxRequestsPerClient: Int = HTTPLimits().maxRequestsPerClient
+    var maxRequestsPerClient: Int?
 
     @Option(
         help: """
-            A header the proxy in front sets to the client's address (its last value is taken), e.g. \
-            x-envoy-external-address. Only when that proxy sets or overwrites it: a client could name itself otherwise.
+            The header the trusted proxies in front append the address they were reached from to             (x-forwarded-for), read from the right. Honoured only on connections from a --trusted-proxy.
             """)
     var clientAddressHeader: String?
 
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: ArgumentHelp(
+            """
+            An address or CIDR block of a proxy whose --client-address-header is honoured and which is skipped when             reading it from the right (repeatable, or comma-separated).
+            """, valueName: "CIDR"))
+    var trustedProxies: [String] = []
+
+    @Option(
+        help: """
+            The client is this many entries from the right of --client-address-header (1: the last; the number of             proxies that append to it). Default: the first entry from the right that is not a --trusted-proxy.
+            """)
+    var clientAddressHops: Int?
+
     package init() {}
 
-    package func limits() throws -> HTTPLimits {
+    /// The limits these options ask for.
+    /// - Parameter developersMachine: the runner on a loopback address, where every request is the developer's own
+    ///   and one client's share would throttle their load tests.
+    package func limits(developersMachine: Bool = false) throws -> HTTPLimits {
+        try requirePositive([
+            ("--max-requests-per-client", maxRequestsPerClient), ("--client-address-hops", clientAddressHops),
+        ])
         try requirePositive([
             ("--max-header-bytes", maxHeaderBytes), ("--max-header-count", maxHeaderCount),
             ("--header-timeout-ms", headerTimeoutMs), ("--body-timeout-ms", bodyTimeoutMs),
             ("--idle-timeout-ms", idleTimeoutMs), ("--max-connections", maxConnections),
             ("--max-connections-per-client", maxConnectionsPerClient),
-            ("--max-requests-per-client", maxRequestsPerClient),
         ])
         var limits = HTTPLimits()
         limits.maxHeadBytes = maxHeaderBytes
@@ -135,14 +165,36 @@ package struct HTTPLimitOptions: ParsableArguments {
         limits.idleTimeout = .milliseconds(idleTimeoutMs)
         limits.maxConnections = maxConnections
         limits.maxConnectionsPerClient = maxConnectionsPerClient
-        limits.maxRequestsPerClient = maxRequestsPerClient
-        if let clientAddressHeader {
-            guard !clientAddressHeader.isEmpty,
-                clientAddressHeader.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" })
-            else { throw ValidationError("--client-address-header must be a header name") }
-            limits.clientAddressHeader = clientAddressHeader.lowercased()
-        }
+        limits.maxRequestsPerClient = maxRequestsPerClient ?? (developersMachine ? maxConnections : 16)
+        limits.clientAddress = try clientAddressRule()
         return limits
+    }
+}
+
+extension HTTPLimitOptions {
+    /// The header, the trusted proxies and the hops as one rule; `nil` without a header.
+    fileprivate func clientAddressRule() throws -> ClientAddressRule? {
+        let blocks = try trustedProxies.flatMap { $0.split(separator: ",") }.map { text in
+            let text = text.trimmingCharacters(in: .whitespaces)
+            guard let block = AddressBlock(text) else {
+                throw ValidationError("--trusted-proxy must be an address or a CIDR block (10.0.0.0/8, ::1/128)")
+            }
+            return block
+        }
+        guard let clientAddressHeader else {
+            guard blocks.isEmpty, clientAddressHops == nil else {
+                throw ValidationError("--trusted-proxy and --client-address-hops need --client-address-header")
+            }
+            return nil
+        }
+        guard !clientAddressHeader.isEmpty,
+            clientAddressHeader.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+        else { throw ValidationError("--client-address-header must be a header name") }
+        // Without trusted proxies any client could write the header and name itself or another client.
+        guard !blocks.isEmpty else {
+            throw ValidationError("--client-address-header needs --trusted-proxy: the proxies whose header is honoured")
+        }
+        return ClientAddressRule(header: clientAddressHeader, trustedProxies: blocks, hops: clientAddressHops)
     }
 }
 

@@ -249,7 +249,7 @@ struct GatewayEdgeTests {
         let server = try RunnerServer(
             arguments: [
                 "--mode", "warm", "--warm-workers", "4", "--max-requests-per-client", "2",
-                "--client-address-header", "x-forwarded-for",
+                "--client-address-header", "x-forwarded-for", "--trusted-proxy", "127.0.0.0/8,10.0.0.0/8",
             ] + scripts.arguments,
             environment: testEnvironment())
         let gateway = server.client
@@ -258,19 +258,20 @@ struct GatewayEdgeTests {
                 "POST", "/test/slow", headers: ["content-type": "application/json", "x-forwarded-for": client],
                 body: "{}")
         }
-        // Two of one client's requests in flight (what it names itself first does not count: the proxy appended
-        // its address last), then a third.
+        // Two of one client's requests in flight, through Knative's proxies (each appends the address it was reached
+        // from; what the client names itself first does not count), then a third.
         let answers = Mutex<[String: [Int]]>([:])
         let threads = (0..<2).map { index in
             Thread {
-                let status = post(from: index == 0 ? "203.0.113.7" : "198.51.100.9, 203.0.113.7")?.status ?? -1
+                let chain = index == 0 ? "203.0.113.7, 10.8.0.4, 10.8.1.9" : "198.51.100.9, 203.0.113.7, 10.8.0.4"
+                let status = post(from: chain)?.status ?? -1
                 answers.withLock { $0["flooder", default: []].append(status) }
             }
         }
         for thread in threads { thread.start() }
         Thread.sleep(forTimeInterval: 0.4)
         let started = Date()
-        let third = post(from: "203.0.113.7")
+        let third = post(from: "203.0.113.7, 10.8.0.4")
         #expect(third?.status == 429 && Date().timeIntervalSince(started) < 0.5)
         #expect(third?.headers["retry-after"] == "1")
         #expect(third?.json?["type"] == .string("/problems/too-many-requests"))
