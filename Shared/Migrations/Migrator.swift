@@ -158,8 +158,12 @@ public struct Migrator: Sendable {
     /// project that exposes this schema through Supabase's Data API by mistake still exposes nothing.
     /// - PUBLIC and Supabase's API roles (`anon`, `authenticated`, `service_role`, where they exist) lose every
     ///   privilege on the schema and everything in it, and the schema's default privileges grant them nothing;
+    /// - every role's default privileges in the schema are taken back, not only the migrator's own (the migrator
+    ///   must be a member of a role to change its defaults; it says so and fails otherwise);
     /// - row level security is enabled and forced on every table; the table's owner gets a policy of its own (a
-    ///   superuser or a `BYPASSRLS` owner needs none), so that later data migrations still see the rows.
+    ///   superuser or a `BYPASSRLS` owner needs none), so that later data migrations still see the rows;
+    /// - every table refuses TRUNCATE by anyone but its owner (`refuse_truncate`, migration 000015), which row level
+    ///   security does not cover, so that a grant made between two lockdowns cannot empty a table.
     ///
     /// It changes only what is open: on a closed schema it takes no lock (`ALTER TABLE … ROW LEVEL SECURITY` takes an
     /// ACCESS EXCLUSIVE lock on the table, which a migrator run on every deploy must not take for nothing).
@@ -169,6 +173,7 @@ public struct Migrator: Sendable {
             outsiders text;
             outsider_oids oid[];
             kind text;
+            def record;
             rel record;
         BEGIN
             SELECT 'PUBLIC' || coalesce(', ' || string_agg(quote_ident(rolname), ', '), ''),
@@ -194,9 +199,26 @@ public struct Migrator: Sendable {
                 FOREACH kind IN ARRAY ARRAY['TABLES', 'SEQUENCES', 'ROUTINES'] LOOP
                     EXECUTE format('REVOKE ALL ON ALL %s IN SCHEMA caregiver_push FROM %s', kind, outsiders);
                 END LOOP;
-                FOREACH kind IN ARRAY ARRAY['TABLES', 'SEQUENCES', 'FUNCTIONS', 'TYPES'] LOOP
-                    EXECUTE format(
-                        'ALTER DEFAULT PRIVILEGES IN SCHEMA caregiver_push REVOKE ALL ON %s FROM %s', kind, outsiders);
+                -- Every role's defaults in the schema, not only the migrator's own (Supabase's steps name
+                -- FOR ROLE postgres): the migrator must be a member of that role to take them back.
+                FOR def IN
+                    SELECT DISTINCT d.defaclrole::regrole AS grantor,
+                        CASE d.defaclobjtype WHEN 'r' THEN 'TABLES' WHEN 'S' THEN 'SEQUENCES'
+                            WHEN 'f' THEN 'FUNCTIONS' WHEN 'T' THEN 'TYPES' END AS kind
+                    FROM pg_catalog.pg_default_acl d, aclexplode(d.defaclacl) a
+                    WHERE d.defaclnamespace = 'caregiver_push'::regnamespace AND a.grantee = ANY (outsider_oids)
+                LOOP
+                    BEGIN
+                        EXECUTE format(
+                            'ALTER DEFAULT PRIVILEGES FOR ROLE %s IN SCHEMA caregiver_push REVOKE ALL ON %s FROM %s',
+                            def.grantor, def.kind, outsiders);
+                    EXCEPTION WHEN insufficient_privilege THEN
+                        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+                            MESSAGE = format('the role %s grants the Data API roles its new %s in caregiver_push, '
+                                'and the migrator is not a member of it to take that back: as %s, run ALTER DEFAULT '
+                                'PRIVILEGES FOR ROLE %s IN SCHEMA caregiver_push REVOKE ALL ON %s FROM %s',
+                                def.grantor, lower(def.kind), def.grantor, def.grantor, def.kind, outsiders);
+                    END;
                 END LOOP;
             END IF;
             FOR rel IN
@@ -207,6 +229,13 @@ public struct Migrator: Sendable {
             LOOP
                 IF NOT rel.closed THEN
                     EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY', rel.name);
+                END IF;
+                IF NOT EXISTS (
+                    SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = rel.name AND tgname = 'caregiver_push_no_truncate'
+                ) AND to_regprocedure('caregiver_push.refuse_truncate()') IS NOT NULL THEN
+                    EXECUTE format(
+                        'CREATE TRIGGER caregiver_push_no_truncate BEFORE TRUNCATE ON %s '
+                        'FOR EACH STATEMENT EXECUTE FUNCTION caregiver_push.refuse_truncate()', rel.name);
                 END IF;
                 IF NOT EXISTS (
                     SELECT 1 FROM pg_catalog.pg_policy WHERE polrelid = rel.name AND polname = 'caregiver_push_owner'

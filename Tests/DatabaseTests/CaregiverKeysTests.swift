@@ -70,6 +70,21 @@ struct CaregiverKeysTests {
         #expect(alone.log.contains("\"config.variable\":\"SUPABASE_JWKS\""))
     }
 
+    @Test("SUPABASE_JWT_ISSUER unset: PROD refuses to verify (500, named), DEV accepts and says so in its log")
+    func issuerUnset() throws {
+        let event = makeEvent(bearer: try caregiverToken(UUID()), body: body)
+        let production = invoke(
+            PushRegister(), event: event,
+            environment: testEnvironment(["PUSH_ENVIRONMENT": "PROD", "SUPABASE_JWT_ISSUER": nil]))
+        #expect(production.status == 500)
+        #expect(production.log.contains("\"config.variable\":\"SUPABASE_JWT_ISSUER\""))
+        let development = invoke(
+            PushRegister(), event: event,
+            environment: testEnvironment(["PUSH_ENVIRONMENT": "DEV", "SUPABASE_JWT_ISSUER": nil]))
+        #expect(development.status == 200)
+        #expect(development.log.contains("SUPABASE_JWT_ISSUER is not set: tokens of any issuer are accepted"))
+    }
+
     @Test("SUPABASE_JWT_ISSUER, when set, must equal the token's iss")
     func issuer() throws {
         let environment = testEnvironment(["SUPABASE_JWT_ISSUER": "https://project.supabase.co/auth/v1"])

@@ -142,13 +142,13 @@ struct PostgresTests {
         }
         try runtime.query("ROLLBACK")
         let migrator = try Migrator(directory: TestDatabase.migrationsDirectory)
-        // Bounded either way: a migrator that waits on the advisory key is cancelled within seconds.
-        try TestDatabase.with { connection in
-            try connection.query("SET lock_timeout = '3s'")
-            try connection.query("SET statement_timeout = '5s'")
-            defer { _ = try? connection.query("RESET statement_timeout") }
-            #expect(try migrator.migrate(connection, logger: Logger(label: "test")).isEmpty)
-        }
+        // Bounded either way: a migrator that waits on the advisory key is cancelled within seconds. (Not through
+        // TestDatabase.with, which migrates before the bounds are set.)
+        let connection = try PostgresConnection(url: TestDatabase.url, applicationName: "caregiver-push-tests")
+        defer { connection.close() }
+        try connection.query("SET lock_timeout = '3s'")
+        try connection.query("SET statement_timeout = '5s'")
+        #expect(try migrator.migrate(connection, logger: Logger(label: "test")).isEmpty)
     }
 
     @Test("concurrent migrators apply each migration once and agree on the result")

@@ -98,7 +98,47 @@ struct DataAPIExposureTests {
         let exposed = try Probe.run(owner, schema: "caregiver_push", relations: Self.relations, caregiver: caregiver)
         print(Probe.report("the same, its schema then exposed by mistake", exposed))
         #expect(exposed.isEmpty)
+        try Self.truncateRefused(owner)
         try Self.registerRefusesAPIRoles(cluster, owner, caregiver: caregiver)
+        // The next migrator run takes back every role's defaults in the schema, the other role's included.
+        #expect(try Self.outsidersDefaults(owner) > 0)
+        try Migrator(directory: TestDatabase.migrationsDirectory).migrate(owner, logger: Logger(label: "tests"))
+        #expect(try Self.outsidersDefaults(owner) == 0)
+    }
+
+    /// Granted TRUNCATE by the exposure, which row level security does not cover, no API role can empty a table: the
+    /// lockdown put a trigger on each that refuses anyone but its owner.
+    static func truncateRefused(_ owner: PostgresConnection) throws {
+        let counts = try Self.rowCounts(owner, schema: "caregiver_push")
+        #expect(counts.values.contains { $0 > 0 })
+        for role in ["anon", "authenticated", "service_role"] {
+            for relation in Self.relations {
+                #expect(
+                    try owner.query(
+                        "SELECT has_table_privilege(\(role), \("caregiver_push." + relation), 'TRUNCATE')"
+                    )[0].decode(Bool.self, at: 0), "the mistaken exposure grants TRUNCATE: the refusal is the trigger's"
+                )
+                try owner.query("BEGIN")
+                defer { _ = try? owner.query("ROLLBACK") }
+                try owner.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(role)"))
+                let refusal = #expect(throws: PostgresError.self, "\(role) \(relation)") {
+                    try owner.query(PostgresQuery(unsafeSQL: "TRUNCATE caregiver_push.\(relation) CASCADE"))
+                }
+                #expect(refusal?.sqlState?.rawValue == "42501", "\(String(describing: refusal))")
+            }
+        }
+        #expect(try Self.rowCounts(owner, schema: "caregiver_push") == counts)
+    }
+
+    /// Default privileges in the schema that grant the API roles or PUBLIC anything, whoever's they are.
+    static func outsidersDefaults(_ owner: PostgresConnection) throws -> Int {
+        try owner.query(
+            """
+            SELECT count(*) FROM pg_default_acl d, aclexplode(d.defaclacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+            WHERE d.defaclnamespace = 'caregiver_push'::regnamespace
+              AND (a.grantee = 0 OR r.rolname IN ('anon', 'authenticated', 'service_role'))
+            """
+        )[0].decode(Int.self, at: 0)
     }
 
     /// Exposed by mistake, `register_push_device` may be executed by the API roles (Supabase's steps grant every
@@ -359,7 +399,8 @@ enum SupabaseProject {
         ).map { try $0.decode(String.self, at: 0) }
     }
 
-    /// Supabase's steps for serving a custom schema through the Data API, applied to this one by mistake.
+    /// Supabase's steps for serving a custom schema through the Data API, applied to this one by mistake (their
+    /// default privileges are the project owner's, `FOR ROLE postgres`: here another role than the migrator's).
     static func exposeSchemaByMistake(_ connection: PostgresConnection, schema: String) throws {
         try connection.executeScript(
             PostgresQuery(
@@ -368,6 +409,17 @@ enum SupabaseProject {
                     GRANT ALL ON ALL TABLES IN SCHEMA \(schema) TO anon, authenticated, service_role;
                     GRANT ALL ON ALL ROUTINES IN SCHEMA \(schema) TO anon, authenticated, service_role;
                     GRANT ALL ON ALL SEQUENCES IN SCHEMA \(schema) TO anon, authenticated, service_role;
+                    DO $$ BEGIN
+                        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'project_admin') THEN
+                            CREATE ROLE project_admin NOLOGIN;
+                        END IF;
+                    END $$;
+                    ALTER DEFAULT PRIVILEGES FOR ROLE project_admin IN SCHEMA \(schema)
+                        GRANT ALL ON TABLES TO anon, authenticated, service_role;
+                    ALTER DEFAULT PRIVILEGES FOR ROLE project_admin IN SCHEMA \(schema)
+                        GRANT ALL ON ROUTINES TO anon, authenticated, service_role;
+                    ALTER DEFAULT PRIVILEGES FOR ROLE project_admin IN SCHEMA \(schema)
+                        GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
                     """))
     }
 }

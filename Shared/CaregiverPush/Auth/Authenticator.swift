@@ -98,6 +98,20 @@ public final class Authenticator {
                     metadata: ["config.variable": "SUPABASE_JWKS", "config.reason": .string(error.reason)])
             }
         }
+        if configuration.jwtIssuer == nil {
+            // Unchecked, `iss` lets a token of any project signed with an accepted key in: PROD refuses to run so,
+            // a development deployment says so once per process.
+            guard configuration.pushEnvironment != .production else {
+                return .misconfigured(
+                    ConfigurationError(
+                        variable: "SUPABASE_JWT_ISSUER",
+                        reason: "is not set: with PUSH_ENVIRONMENT=PROD every token's issuer is checked "
+                            + "(https://<project-ref>.supabase.co/auth/v1)"))
+            }
+            logger.warning(
+                "SUPABASE_JWT_ISSUER is not set: tokens of any issuer are accepted (refused with PUSH_ENVIRONMENT=PROD)",
+                metadata: ["config.variable": "SUPABASE_JWT_ISSUER"])
+        }
         let verifier = CaregiverTokenVerifier(
             hs256Secret: configuration.jwtSecret.map { Array($0.utf8) }, jwks: jwks,
             audience: configuration.jwtAudience, issuer: configuration.jwtIssuer)
