@@ -1,6 +1,12 @@
 import Codecs
 import CLibpq
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One libpq connection. The only place in the project that touches `PGconn` and `PGresult` pointers.
 ///
 /// Blocking by design: a function handles one request at a time, and its work is a few short statements. Not
@@ -72,6 +78,14 @@ public final class PostgresConnection {
     /// reach another client of a transaction-pooling proxy. `nil`: none (migrations, tests).
     public var transactionSettings: TransactionSettings?
 
+    /// When set, ``query(_:)`` and ``executeScript(_:)`` wait for the server's answer only until then, polling the
+    /// socket, and close the connection when it has not come (`.noAnswer`). The server-side bounds
+    /// (`statement_timeout`) answer with an error, and the keepalives of ``silenceBounds`` notice a peer whose kernel
+    /// stopped answering; neither helps when the answer is lost on the way and something between still acknowledges
+    /// (a proxy or pooler whose upstream went silent). A caller with a deadline of its own (db-migrate, which must
+    /// answer CloudFormation) sets it. `nil`: libpq's blocking wait.
+    public var answerDeadline: ContinuousClock.Instant?
+
     /// Whether libpq can parse `url` as a URI or a key/value string (`PQconninfoParse`; nothing is sent).
     static func isParseable(_ url: String) -> Bool {
         guard !url.utf8.contains(0) else { return false }
@@ -116,12 +130,55 @@ public final class PostgresConnection {
             throw PostgresError(.invalidParameter, serverMessage: "a bind value holds a NUL character")
         }
         roundTrips += 1
+        if let answerDeadline {
+            let sent = withOptionalCStringArray(binds) { valuePointers in
+                query.sql.withCString { sql in
+                    PQsendQueryParams(handle, sql, Int32(binds.count), nil, valuePointers, nil, nil, 0)
+                }
+            }
+            return try consume(try awaitResult(handle, sent: sent == 1, until: answerDeadline), connection: handle)
+        }
         let result = withOptionalCStringArray(binds) { valuePointers in
             query.sql.withCString { sql in
                 PQexecParams(handle, sql, Int32(binds.count), nil, valuePointers, nil, nil, 0)
             }
         }
         return try consume(result, connection: handle)
+    }
+
+    /// The answer to what was just sent, as `PQexec` would return it (the first failure, or the last result), read
+    /// without blocking past `deadline`; the connection is closed when it has not come by then.
+    private func awaitResult(
+        _ handle: OpaquePointer, sent: Bool, until deadline: ContinuousClock.Instant
+    ) throws(PostgresError) -> OpaquePointer? {
+        guard sent else { return nil }
+        var kept: OpaquePointer?
+        while true {
+            guard PQconsumeInput(handle) == 1 else {
+                if let kept { PQclear(kept) }
+                return nil
+            }
+            while PQisBusy(handle) == 0 {
+                guard let next = PQgetResult(handle) else { return kept }
+                if let previous = kept {
+                    let failed = [PGRES_FATAL_ERROR, PGRES_BAD_RESPONSE].contains(PQresultStatus(previous))
+                    if failed {
+                        PQclear(next)
+                        continue
+                    }
+                    PQclear(previous)
+                }
+                kept = next
+            }
+            let left = deadline - .now
+            guard left > .zero else {
+                if let kept { PQclear(kept) }
+                close()
+                throw PostgresError(.noAnswer, serverMessage: "no answer from the server before the deadline")
+            }
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            _ = poll(&descriptor, 1, Int32(clamping: max(1, left.milliseconds)))
+        }
     }
 
     /// Runs trusted SQL that may hold several statements (a migration file). No parameters.
@@ -132,6 +189,11 @@ public final class PostgresConnection {
             throw PostgresError(.invalidParameter, serverMessage: "the script holds a NUL character")
         }
         roundTrips += 1
+        if let answerDeadline {
+            let sent = script.sql.withCString { PQsendQuery(handle, $0) }
+            _ = try consume(try awaitResult(handle, sent: sent == 1, until: answerDeadline), connection: handle)
+            return
+        }
         let result = script.sql.withCString { PQexec(handle, $0) }
         _ = try consume(result, connection: handle)
     }

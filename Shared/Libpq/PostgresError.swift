@@ -8,7 +8,7 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String {
             case connectionFailed, connectionLost, server, unexpectedResult, decoding, invalidConnectionString
-            case invalidParameter, startupParameterRefused, serverNotVerified
+            case invalidParameter, startupParameterRefused, serverNotVerified, noAnswer
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -35,6 +35,9 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         /// (`sslmode=verify-full`), or the root certificate file is missing: a configuration error (or someone in
         /// the middle), never retried as an outage.
         public static let serverNotVerified = Code(.serverNotVerified)
+        /// No answer came before the connection's ``PostgresConnection/answerDeadline`` (a silent network, a
+        /// failover): the connection was closed without waiting for the server.
+        public static let noAnswer = Code(.noAnswer)
 
         public var description: String { base.rawValue }
     }
@@ -54,7 +57,7 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
     /// True when the database is unreachable or too busy rather than the request being wrong: worth a 503 and a
     /// retry.
     public var isUnavailable: Bool {
-        if code == .connectionFailed || code == .connectionLost { return true }
+        if code == .connectionFailed || code == .connectionLost || code == .noAnswer { return true }
         guard let sqlState else { return false }
         // Class 08 — connection exception; 57P01..57P03 — admin shutdown, crash shutdown, cannot connect now.
         if sqlState.rawValue.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(sqlState.rawValue) { return true }

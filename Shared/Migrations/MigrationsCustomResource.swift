@@ -18,7 +18,8 @@ import Logging
 /// Bounded on both sides (docs/deploy.md, "Migrations on deploy"): the migrations run under a lock timeout and a
 /// statement timeout that fit in the invocation's deadline less ``answerReserve``, so a lock held elsewhere (a
 /// running `push-sweep`, the open session of an earlier run that was killed) fails the deploy with a reason in
-/// seconds instead of stalling every request queued behind the DDL's lock; and the answer goes only to
+/// seconds instead of stalling every request queued behind the DDL's lock; a database that stops answering
+/// altogether is given up on by the client (``answerGrace``); and the answer goes only to
 /// CloudFormation's own pre-signed S3 hosts in the function's own region (``isCloudFormationResponseURL(_:region:)``).
 public struct MigrationsCustomResource: InvocationHandling {
     public let functionName = "db-migrate"
@@ -40,6 +41,9 @@ public struct MigrationsCustomResource: InvocationHandling {
     static let responseLimit = 4096
     /// What is kept of the invocation's time for answering CloudFormation (at most three `PUT`s and their pauses).
     static let answerReserve: Duration = .seconds(12)
+    /// How long after its own time limit the migration waits for the database's answer before giving up on the
+    /// connection (``PostgresConnection/answerDeadline``): the server's own timeouts answer by then if it can.
+    static let answerGrace: Duration = .seconds(2)
     /// The budget without a deadline (one-shot on stdin): the template's 300 s timeout less the reserve, rounded down.
     static let budgetWithoutDeadline: Duration = .seconds(280)
     /// The longest wait for one lock (the advisory lock of another migrator, a table lock of a running function).
@@ -265,6 +269,10 @@ public struct MigrationsCustomResource: InvocationHandling {
             return (response, [])
         }
         defer { connection.close() }
+        // The server-side bounds below end every statement by `workUntil`, but their answer can be lost on the way
+        // (a failover, a partition behind a pooler that still acknowledges): the connection then gives up on its own
+        // shortly after, still well inside the reserve for answering.
+        connection.answerDeadline = workUntil + Self.answerGrace
         do {
             let applied = try migrate(migrator, on: connection, until: workUntil, logger: logger)
             if let login {
@@ -293,6 +301,7 @@ public struct MigrationsCustomResource: InvocationHandling {
             let state = error.sqlState.map { " (SQLSTATE \($0.rawValue))" } ?? ""
             let kind =
                 switch error.sqlState {
+                case _ where error.code == .noAnswer: " when the database stopped answering"
                 case .lockNotAvailable?: " waiting for a lock held by another session"
                 case .queryCanceled?: " at its time limit"
                 default: ""

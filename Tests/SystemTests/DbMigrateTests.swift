@@ -3,6 +3,7 @@ import Libpq
 import CaregiverPush
 import Foundation
 import Logging
+import Synchronization
 import Testing
 import TestSupport
 
@@ -342,6 +343,63 @@ struct DbMigrateTests {
         let answeredAt = try #require(try fake.arrivals().first)
         #expect(answeredAt < deadline - 1, "answered \(answeredAt - deadline) s after the deadline")
         #expect(try database.appliedVersions() == [])
+    }
+
+    @Test(
+        "the database goes silent mid-migration (a relay drops everything, acknowledging): FAILED within the reserve",
+        .timeLimit(.minutes(2)))
+    func silentDatabaseAnswersWithinReserve() throws {
+        let database = try EmptyDatabase()
+        _ = try Self.run(
+            Self.request("Create", responseURL: try PresignedURLFake().responseURL), ["DATABASE_URL": database.url])
+        #expect(try database.appliedVersions() == Self.shippedVersions)
+        let relay = try SilentRelay(port: try #require(URLComponents(string: database.url)?.port))
+        // The migration reaches the database through the relay and waits for the history's lock, held here.
+        let holder = try PostgresConnection(url: database.url, applicationName: "caregiver-push-tests")
+        defer { holder.close() }
+        try holder.query("BEGIN")
+        try holder.query("LOCK TABLE caregiver_push.schema_migrations IN ACCESS EXCLUSIVE MODE")
+        let fake = try PresignedURLFake()
+        let update = Self.request("Update", responseURL: fake.responseURL, physicalResourceID: "x")
+        let deadline = Mutex<Double?>(nil)
+        let relayed = relay.relaying(database.url)
+        let invocation = Thread {
+            // 40 s: 28 s for the migration (time to start under a loaded suite), 12 s kept for the answer.
+            let at = try? Self.runOnRuntimeAPI(
+                update, deadlineSeconds: 40, environment: ["DATABASE_URL": relayed], fake: fake,
+                waitSeconds: 60)
+            deadline.withLock { $0 = at ?? -1 }
+        }
+        invocation.start()
+        // Watched from a connection of its own: in the holder's transaction, pg_stat_activity would stay as it
+        // was when the transaction first read it.
+        let watcher = try PostgresConnection(url: database.url, applicationName: "caregiver-push-tests")
+        defer { watcher.close() }
+        var waiting = false
+        let asked = Date()
+        while !waiting, Date().timeIntervalSince(asked) < 20 {
+            Thread.sleep(forTimeInterval: 0.05)
+            waiting =
+                try watcher.query(
+                    """
+                    SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                    WHERE NOT l.granted AND a.application_name = 'caregiver-push-db-migrate'
+                      AND a.datname = \(database.name)
+                    """
+                )[0].decode(Int.self, at: 0) > 0
+        }
+        try #require(waiting, "the migration never waited for the lock")
+        // Silence, then the lock is free: the server goes on and answers, and the answer is lost on the way.
+        try relay.goSilent()
+        try holder.query("COMMIT")
+        while deadline.withLock({ $0 }) == nil { Thread.sleep(forTimeInterval: 0.1) }
+        let invocationDeadline = try #require(deadline.withLock { $0 })
+        let body = try Self.onlyAnswer(fake, to: update)
+        #expect(body["Status"] == .string("FAILED"))
+        let reason = try #require(body["Reason"]?.stringValue)
+        #expect(reason.contains("stopped answering"), "\(reason)")
+        let answeredAt = try #require(try fake.arrivals().first)
+        #expect(answeredAt < invocationDeadline - 5, "answered \(answeredAt - invocationDeadline) s after the deadline")
     }
 
     @Test(

@@ -12,7 +12,9 @@ import Testing
 /// - `failFirst` requests are answered `503` `SlowDown` first (S3's throttling answer).
 ///
 /// Every request it receives is one JSON line in `requests.jsonl`: method, path, query, headers, body.
-package final class PresignedURLFake {
+///
+/// `@unchecked Sendable`: every stored property is a constant, and what it reports it reads from its files.
+package final class PresignedURLFake: @unchecked Sendable {
     package let port: Int
     private let process: Process
     private let directory: URL
@@ -143,7 +145,7 @@ package final class PresignedURLFake {
 
 extension FileHandle {
     /// Reads up to the first newline (or EOF).
-    fileprivate func availableLine() -> Data {
+    func availableLine() -> Data {
         var line = Data()
         while let byte = try? read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
             line.append(first)

@@ -17,7 +17,9 @@ import Logging
 /// causes a refetch only when no process has tried one for ``retryInterval`` — one conditional upsert of
 /// `jwks_cache.attempted_at` decides it — so forged `kid`s cannot make this service hammer Supabase. A cold process
 /// fetches once, when its first caregiver token needs keys. An `attempted_at` in the future (a row someone wrote) is
-/// overwritten, never obeyed: the row can delay a refetch by ``retryInterval`` at most.
+/// overwritten, never obeyed; and a process whose own last attempt is ``ownRetryCeiling`` old fetches whatever the
+/// row says, so a writer who keeps `attempted_at` at "now" delays a newly used key by a minute at most, at the cost
+/// of one fetch per process and minute while it does.
 ///
 /// Not `Sendable`: it holds a parsed ``JWKS``; one per process, kept by the ``Authenticator``.
 public final class RemoteJWKS {
@@ -27,6 +29,9 @@ public final class RemoteJWKS {
     public static let staleLimit: TimeInterval = 3600
     /// The shortest time between two fetch attempts: of one process, and of all of them for an unknown `kid`.
     public static let retryInterval: TimeInterval = 30
+    /// How long the shared limit may hold this process back: past this since its own last attempt, it fetches for
+    /// an unknown `kid` whatever `jwks_cache` says.
+    public static let ownRetryCeiling: TimeInterval = 60
     /// Bound on one fetch, connection included.
     static let fetchTimeoutMilliseconds = 2000
     /// Largest document accepted (Supabase's are a few hundred bytes per key).
@@ -41,6 +46,8 @@ public final class RemoteJWKS {
     /// Until this instant this process does not fetch, nor ask the database whether it may: one instant, whatever
     /// the number of forged `kid`s, so a flood of them costs one conditional write per cooldown and process.
     private var quietUntil: Date?
+    /// This process's own last fetch attempt, good or not.
+    private var attemptedAt: Date?
 
     public init(url: String, trust: TrustStore = .process) {
         self.url = url
@@ -66,7 +73,8 @@ public final class RemoteJWKS {
         quietUntil = now.addingTimeInterval(Self.retryInterval)
         // No document, or one past its refresh: this process fetches (at most once per retry interval). A fresh
         // document lacking the `kid`: only when no process has tried within the retry interval.
-        if fresh, try !claimRefetch(database: database, now: now) {
+        let ownDue = attemptedAt.map { now.timeIntervalSince($0) >= Self.ownRetryCeiling } ?? true
+        if fresh, try !claimRefetch(database: database, now: now), !ownDue {
             logger.debug("unknown key id: another process refetched within the cooldown")
             return try usableKeys(now: now)
         }
@@ -101,6 +109,7 @@ public final class RemoteJWKS {
 
     /// Fetches the document; a good one replaces the process's copy. A failure keeps the last good document.
     private func fetch(now: Date, logger: Logger) {
+        attemptedAt = now
         switch download() {
         case .success(let keys):
             keys.logSkippedKeys(logger, source: "SUPABASE_JWKS_URL")

@@ -229,6 +229,33 @@ struct RemoteJWKSTests {
         #expect(attempted)
     }
 
+    @Test("a writer keeping jwks_cache.attempted_at at now holds a warm process's refetch back a minute at most")
+    func sharedLimitHoldsBackBriefly() throws {
+        let old = Key(inUse, "held-a")
+        let new = Key(standby, "held-b")
+        try fake.serveJWKS(keys: [old.jwk()])
+        let warm = WarmFunction(environment: environment)
+        let start = Date()
+        #expect(try warm.register(old.token(), at: start) == 200)
+        try fake.serveJWKS(keys: [new.jwk(), old.jwk()])
+        // What the runtime role can do before every request: say some process has just tried.
+        func claimNow(_ now: Date) throws {
+            try TestDatabase.with { connection in
+                try connection.query(
+                    """
+                    INSERT INTO jwks_cache (url, attempted_at) VALUES (\(fake.jwksURL), \(now))
+                    ON CONFLICT (url) DO UPDATE SET attempted_at = EXCLUDED.attempted_at
+                    """)
+            }
+        }
+        try claimNow(start + RemoteJWKS.retryInterval + 1)
+        #expect(try warm.register(new.token(), at: start + RemoteJWKS.retryInterval + 1) == 401)
+        #expect(try fake.jwksFetches == 1, "within the minute the shared limit is obeyed")
+        try claimNow(start + RemoteJWKS.ownRetryCeiling + 1)
+        #expect(try warm.register(new.token(), at: start + RemoteJWKS.ownRetryCeiling + 1) == 200)
+        #expect(try fake.jwksFetches == 2)
+    }
+
     @Test("Ed25519: a token is accepted; an Ed25519 key whose alg is ES256 is skipped and its tokens refused")
     func ed25519() throws {
         let good = try PrivateKey.generateEd25519()
