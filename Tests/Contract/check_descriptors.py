@@ -70,6 +70,8 @@ SECRET_ARNS = {
     # db-migrate only: the runtime role's secret (the functions' DatabaseSecretArn), whose password becomes the role's
     # login right after migrating, before any function takes traffic (docs/deploy.md#roles).
     "RUNTIME_DATABASE_SECRET_ARN": ("RUNTIME_DATABASE_URL", "DatabaseSecretArn"),
+    # The HTTP functions, with the edge on: the header CloudFront adds (a secret the stack generates).
+    "EDGE_ORIGIN_SECRET_ARN": ("EDGE_ORIGIN_SECRET", "EdgeOriginSecret"),
 }
 # Read by the migrator alone: never a Service or CronJob setting. On Knative the Job reads the runtime connection from
 # a file (RUNTIME_DATABASE_URL_FILE, gateway migrate), the runtime Secret's database-url key mounted alone.
@@ -87,7 +89,8 @@ def secret_parameter(function, variable):
 
 
 # Only meaningful on Lambda (with *_SECRET_ARN variables): not a Knative setting.
-LAMBDA_ONLY = {"SECRETS_REFRESH_SECONDS"}
+# The edge's header: CloudFront in front of the HTTP API is the SAM stack's (docs/deploy.md#the-edge).
+LAMBDA_ONLY = {"SECRETS_REFRESH_SECONDS", "EDGE_ORIGIN_SECRET", "EDGE_ORIGIN_SECRET_ARN"}
 # Read by libpq itself, not by our code: the template sets them for verify-full (docs/deploy.md).
 LIBPQ = {"PGSSLMODE", "PGSSLROOTCERT"}
 CODE_FILES = [
@@ -176,7 +179,16 @@ def main():
             for name in users:
                 value = functions[name][1]["Environment"]["Variables"][variable]
                 expected = secret_parameter(name, variable)
+                if variable == "EDGE_ORIGIN_SECRET_ARN":
+                    choice = value.get("!If", []) if isinstance(value, dict) else []
+                    check(len(choice) == 3 and choice[0] == "EdgeOn" and ref(choice[2]) == "AWS::NoValue",
+                          f"{name}: {variable} is not set exactly when the edge is on")
+                    value = choice[1] if len(choice) == 3 else value
                 check(ref(value) == expected, f"{name}: {variable} is not !Ref {expected}")
+            if variable == "EDGE_ORIGIN_SECRET_ARN":
+                routed = sorted(n for n, (_, p) in functions.items()
+                                if any(e.get("Type") == "HttpApi" for e in p.get("Events", {}).values()))
+                check(sorted(users) == routed, f"{variable} goes to {sorted(users)}, not every routed function {routed}")
             check(supplied not in global_env, f"the template's Globals set {supplied} itself: a deploy-time secret")
             continue
         if variable in SECRET_ARNS_SUPPLIED:
@@ -474,6 +486,8 @@ def check_operator_inputs(parameters):
                  "arn:aws:secretsmanager:*:*:secret:caregiver-push/database-AbCdEf",
                  "arn:aws:secretsmanager:eu-west-1:123456789012:secret:caregiver-push/database"]
     for _, name in SECRET_ARNS.values():
+        if name == "EdgeOriginSecret":
+            continue  # the stack's own secret, not an operator's input
         parameter = parameters.get(name, {})
         check(pattern_accepts(parameter, good), f"{name} refuses a secret's ARN: {parameter.get('AllowedPattern')}")
         for value in wildcards:
@@ -514,6 +528,15 @@ def check_edge(sam, parameters):
           "the distribution accepts plain HTTP")
     check("POST" in config.get("DefaultCacheBehavior", {}).get("AllowedMethods", []),
           "the distribution does not pass POST on")
+    secret = resources.get("EdgeOriginSecret", {})
+    check(secret.get("Type") == "AWS::SecretsManager::Secret" and secret.get("Condition") == "EdgeOn"
+          and secret.get("Properties", {}).get("GenerateSecretString", {}).get("PasswordLength", 0) >= 32,
+          "no generated EdgeOriginSecret (32 characters or more) under the EdgeOn condition")
+    headers = [h for o in config.get("Origins", []) for h in o.get("OriginCustomHeaders", [])]
+    check(any(h.get("HeaderName") == "x-origin-verify"
+              and "{{resolve:secretsmanager:${EdgeOriginSecret}:SecretString}}" in json.dumps(h.get("HeaderValue"))
+              for h in headers),
+          "the distribution does not add x-origin-verify from EdgeOriginSecret to what it forwards")
     check("EdgeHasWebAcl" in sam.get("Rules", {}), "no rule demands EdgeWebAclArn outside us-east-1")
     check("AppBaseUrl" in sam.get("Outputs", {}), "no AppBaseUrl output for the app")
 

@@ -12,6 +12,7 @@ import FunctionRuntime
 /// | `SUPABASE_JWT_SECRET_ARN`         | `SUPABASE_JWT_SECRET`      | the HS256 secret                                  |
 /// | `FCM_SERVICE_ACCOUNT_SECRET_ARN`  | `FCM_SERVICE_ACCOUNT_JSON` | the key file's JSON, or its base64                |
 /// | `RUNTIME_DATABASE_SECRET_ARN`     | `RUNTIME_DATABASE_URL`     | as `DATABASE_SECRET_ARN` (`db-migrate` only)      |
+/// | `EDGE_ORIGIN_SECRET_ARN`          | `EDGE_ORIGIN_SECRET`       | the edge's `x-origin-verify` value                |
 ///
 /// When an ARN variable is set it wins over the plain variable it supplies. Plain variables stay the way for the
 /// runner, Knative and the tests.
@@ -23,6 +24,8 @@ extension Configuration {
         ("FCM_SERVICE_ACCOUNT_SECRET_ARN", "FCM_SERVICE_ACCOUNT_JSON"),
         // db-migrate only: the runtime role's secret, whose password becomes the role's login (RuntimeLogin).
         ("RUNTIME_DATABASE_SECRET_ARN", "RUNTIME_DATABASE_URL"),
+        // The HTTP functions behind the edge: what CloudFront adds to each request it forwards.
+        ("EDGE_ORIGIN_SECRET_ARN", "EDGE_ORIGIN_SECRET"),
     ]
 
     /// Whether `environment` names any secret to read at run time.

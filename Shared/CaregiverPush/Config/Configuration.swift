@@ -21,6 +21,10 @@ public struct Configuration: Sendable {
     public var runtimeDatabaseURL: String?
     /// `SUPABASE_JWT_SECRET`: HS256 secret, used as its UTF-8 bytes (as Supabase does).
     public var jwtSecret: String?
+    /// `EDGE_ORIGIN_SECRET` (or `EDGE_ORIGIN_SECRET_ARN`): the value the edge in front (CloudFront) adds to every
+    /// request it forwards as `x-origin-verify`. Set, a request without it did not come through the edge (someone
+    /// calling the HTTP API's own URL, around the edge's per-client limits) and is refused before anything else.
+    public var edgeOriginSecret: String?
     /// `SUPABASE_JWKS`, with a `@/path` reference already read.
     public var jwksJSON: String?
     /// `SUPABASE_JWKS_URL`: where the project publishes its signing keys; `https://`, or `http://` on a loopback host
@@ -85,6 +89,11 @@ public struct Configuration: Sendable {
             // A short HMAC secret can be brute-forced from one token; Supabase's are at least 32 characters.
             jwtSecret = nil
             errors.append(ConfigurationError(variable: "SUPABASE_JWT_SECRET", reason: "is shorter than 32 characters"))
+        }
+        edgeOriginSecret = value("EDGE_ORIGIN_SECRET")
+        if let secret = edgeOriginSecret, secret.utf8.count < 32 {
+            edgeOriginSecret = nil
+            errors.append(ConfigurationError(variable: "EDGE_ORIGIN_SECRET", reason: "is shorter than 32 characters"))
         }
         jwtAudience = value("SUPABASE_JWT_AUDIENCE") ?? "authenticated"
         jwtIssuer = value("SUPABASE_JWT_ISSUER")
@@ -164,6 +173,8 @@ public struct Configuration: Sendable {
     /// Checks what every invocation needs: a database URL and at least one way to verify caregiver tokens.
     /// - Throws: the first ``ConfigurationError`` that makes the function unusable.
     public func requireFunctionBasics() throws(ConfigurationError) {
+        // An edge secret that is set but unusable must not leave the check off.
+        if let edgeError = errors.first(where: { $0.variable.hasPrefix("EDGE_ORIGIN_SECRET") }) { throw edgeError }
         guard databaseURL != nil else {
             // A database secret that could not be read is the cause to name, not the variable it would have set.
             throw errors.first { $0.variable == "DATABASE_SECRET_ARN" }

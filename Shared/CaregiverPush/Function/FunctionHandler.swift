@@ -1,5 +1,6 @@
 import FoundationEssentials
 import FunctionRuntime
+import OpenSSLCrypto
 import Libpq
 import Logging
 
@@ -65,6 +66,7 @@ extension FunctionHandler: InvocationHandling {
             metrics: input.metrics)
         var responded = false
         do {
+            try requireEdge(event, logger: log)
             let request = try FunctionRequest(
                 event: event, method: endpoint.method, requestID: requestID, bodyLimit: Self.bodyLimit)
             try configuration.requireFunctionBasics()
@@ -97,6 +99,18 @@ extension FunctionHandler: InvocationHandling {
             if problem.status >= 500 { database.close() }
             log.info("request handled", metadata: ["http.status": .stringConvertible(problem.status)])
             try? respond(.problem(problem, requestID: requestID))
+        }
+    }
+
+    /// With ``Configuration/edgeOriginSecret`` set, a request must carry it as `x-origin-verify` (compared in
+    /// constant time): what the edge adds to everything it forwards. Without it the request reached the HTTP API's
+    /// own URL around the edge and its per-client limits: 403, before any body is read or any token verified.
+    private func requireEdge(_ event: APIGatewayV2Request, logger: Logger) throws {
+        guard let expected = configuration.edgeOriginSecret else { return }
+        let presented = event.headerValue("x-origin-verify") ?? ""
+        guard constantTimeEquals(Array(presented.utf8), Array(expected.utf8)) else {
+            logger.info("request rejected", metadata: ["auth.reason": "notThroughEdge"])
+            throw Problem.forbidden("Requests are served through the service's published address only.")
         }
     }
 
