@@ -30,6 +30,9 @@ public struct JWKS {
         public let algorithm: JWTAlgorithm
         /// The imported public key.
         public let publicKey: PublicKey
+        /// The key's RFC 7638 thumbprint: SHA-256 over its required members in canonical JSON, base64url. What a
+        /// pin names (``keeping(thumbprints:)``): unlike the `kid`, whoever publishes a key cannot choose it.
+        public let thumbprint: String
     }
 
     /// A `keys` entry that was not accepted. Carries its position and `kid`, never key material.
@@ -104,6 +107,40 @@ public struct JWKS {
         self.skippedKeys = skipped.sorted { $0.index < $1.index }
     }
 
+    private init(keysByID: [String: Key], skippedKeys: [SkippedKey]) {
+        self.keysByID = keysByID
+        self.skippedKeys = skippedKeys
+    }
+
+    /// The set with only the keys whose ``Key/thumbprint`` is among `thumbprints`; the others are left out (and
+    /// their ids returned), whatever the document that published them says.
+    public func keeping(thumbprints: Set<String>) -> (keys: JWKS, left: [String]) {
+        let kept = keysByID.filter { thumbprints.contains($0.value.thumbprint) }
+        let left = keysByID.keys.filter { kept[$0] == nil }.sorted()
+        return (JWKS(keysByID: kept, skippedKeys: skippedKeys), left)
+    }
+
+    /// The RFC 7638 thumbprint of a key entry, from its required members (all strings here, so the canonical JSON
+    /// is the members in name order, without whitespace).
+    static func thumbprint(of entry: JSONValue, type: String) -> String? {
+        let names =
+            switch type {
+            case "RSA": ["e", "kty", "n"]
+            case "EC": ["crv", "kty", "x", "y"]
+            default: ["crv", "kty", "x"]
+            }
+        var members: [String] = []
+        for name in names {
+            guard let value = entry[name]?.stringValue,
+                value.utf8.allSatisfy({
+                    $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\")
+                })
+            else { return nil }
+            members.append("\"\(name)\":\"\(value)\"")
+        }
+        return Base64URL.encode(SHA256.hash(Array(("{" + members.joined(separator: ",") + "}").utf8)))
+    }
+
     /// The key a token's `kid` names, or `nil` when the set has no such key.
     public func key(id: String) -> Key? {
         keysByID[id]
@@ -162,8 +199,10 @@ public struct JWKS {
         if let declared = entry["alg"] {
             guard declared.stringValue == algorithm.rawValue else { return .failure(.algorithmMismatch) }
         }
+        guard let thumbprint = thumbprint(of: entry, type: type) else { return .failure(.malformedKey) }
         do {
-            return .success(Key(id: id, algorithm: algorithm, publicKey: try PublicKey(jwk: entry)))
+            return .success(
+                Key(id: id, algorithm: algorithm, publicKey: try PublicKey(jwk: entry), thumbprint: thumbprint))
         } catch let error as CryptoError where error.code == .weakKey {
             return .failure(.weakKey)
         } catch {

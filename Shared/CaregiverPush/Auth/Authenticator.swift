@@ -87,7 +87,7 @@ public final class Authenticator {
             do {
                 let parsed = try JWKS(json: json)
                 parsed.logSkippedKeys(logger, source: "SUPABASE_JWKS")
-                jwks = parsed
+                jwks = JWKS.pinned(parsed, to: configuration.jwksPins, source: "SUPABASE_JWKS", logger: logger)
             } catch {
                 let error = ConfigurationError(variable: "SUPABASE_JWKS", reason: "is not a JWKS document")
                 guard configuration.jwtSecret != nil || configuration.jwksURL != nil else {
@@ -115,7 +115,11 @@ public final class Authenticator {
         let verifier = CaregiverTokenVerifier(
             hs256Secret: configuration.jwtSecret.map { Array($0.utf8) }, jwks: jwks,
             audience: configuration.jwtAudience, issuer: configuration.jwtIssuer)
-        return .ready(verifier, configuration.jwksURL.map { RemoteJWKS(url: $0, trust: configuration.trustStore) })
+        return .ready(
+            verifier,
+            configuration.jwksURL.map {
+                RemoteJWKS(url: $0, trust: configuration.trustStore, pins: configuration.jwksPins)
+            })
     }
 
     private func authenticatePatient(_ text: String, context: InvocationContext) throws -> Principal {

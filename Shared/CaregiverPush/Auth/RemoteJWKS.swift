@@ -49,9 +49,13 @@ public final class RemoteJWKS {
     /// This process's own last fetch attempt, good or not.
     private var attemptedAt: Date?
 
-    public init(url: String, trust: TrustStore = .process) {
+    /// `SUPABASE_JWKS_PINS`: the only thumbprints trusted from the document; `nil`: every key it publishes.
+    public let pins: Set<String>?
+
+    public init(url: String, trust: TrustStore = .process, pins: Set<String>? = nil) {
         self.url = url
         self.trust = trust
+        self.pins = pins
     }
 
     /// The key set to look a token's `kid` up in.
@@ -111,8 +115,9 @@ public final class RemoteJWKS {
     private func fetch(now: Date, logger: Logger) {
         attemptedAt = now
         switch download() {
-        case .success(let keys):
-            keys.logSkippedKeys(logger, source: "SUPABASE_JWKS_URL")
+        case .success(let published):
+            published.logSkippedKeys(logger, source: "SUPABASE_JWKS_URL")
+            let keys = JWKS.pinned(published, to: pins, source: "SUPABASE_JWKS_URL", logger: logger)
             current = (keys, now)
             logger.info(
                 "caregiver signing keys fetched",
@@ -171,4 +176,21 @@ public struct RemoteJWKSUnavailable: Error, Equatable {
 
     /// The `auth.reason` logged for a token refused for it.
     public var reason: String { age == nil ? "keySetUnavailable" : "keySetStale" }
+}
+
+extension JWKS {
+    /// `keys` with only the pinned keys when `pins` is set, a warning naming the `kid`s left out.
+    static func pinned(_ keys: JWKS, to pins: Set<String>?, source: String, logger: Logger) -> JWKS {
+        guard let pins else { return keys }
+        let (kept, left) = keys.keeping(thumbprints: pins)
+        if !left.isEmpty {
+            logger.warning(
+                "caregiver signing keys not pinned are left out",
+                metadata: [
+                    "jwks.source": .string(source),
+                    "jwks.kids": .string(left.map { String($0.prefix(64)) }.joined(separator: ",")),
+                ])
+        }
+        return kept
+    }
 }

@@ -25,6 +25,11 @@ public struct Configuration: Sendable {
     /// request it forwards as `x-origin-verify`. Set, a request without it did not come through the edge (someone
     /// calling the HTTP API's own URL, around the edge's per-client limits) and is refused before anything else.
     public var edgeOriginSecret: String?
+    /// `SUPABASE_JWKS_PINS`: RFC 7638 thumbprints (comma-separated) of the only keys trusted from `SUPABASE_JWKS` or
+    /// `SUPABASE_JWKS_URL`; `nil`: every key the set publishes. A production pin against a key set served by someone
+    /// else than the project (its endpoint, DNS or TLS subverted): a new signing key is then trusted only once its
+    /// thumbprint is added here.
+    public var jwksPins: Set<String>?
     /// `SUPABASE_JWKS`, with a `@/path` reference already read.
     public var jwksJSON: String?
     /// `SUPABASE_JWKS_URL`: where the project publishes its signing keys; `https://`, or `http://` on a loopback host
@@ -114,6 +119,13 @@ public struct Configuration: Sendable {
             jwksJSON = nil
         }
         jwksURL = value("SUPABASE_JWKS_URL")
+        jwksPins = value("SUPABASE_JWKS_PINS").map { list in
+            Set(list.split(separator: ",").map { String($0).trimmingWhitespaceAndNewlines() }.filter { !$0.isEmpty })
+        }
+        if jwksPins?.isEmpty == true {
+            jwksPins = nil
+            errors.append(ConfigurationError(variable: "SUPABASE_JWKS_PINS", reason: "names no thumbprint"))
+        }
         if let url = jwksURL, !Self.isAcceptableJWKSURL(url) {
             jwksURL = nil
             errors.append(
@@ -175,6 +187,8 @@ public struct Configuration: Sendable {
     public func requireFunctionBasics() throws(ConfigurationError) {
         // An edge secret that is set but unusable must not leave the check off.
         if let edgeError = errors.first(where: { $0.variable.hasPrefix("EDGE_ORIGIN_SECRET") }) { throw edgeError }
+        // A pin list that is set but empty must not trust every key.
+        if let pinError = errors.first(where: { $0.variable == "SUPABASE_JWKS_PINS" }) { throw pinError }
         guard databaseURL != nil else {
             // A database secret that could not be read is the cause to name, not the variable it would have set.
             throw errors.first { $0.variable == "DATABASE_SECRET_ARN" }

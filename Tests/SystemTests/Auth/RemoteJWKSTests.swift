@@ -256,6 +256,23 @@ struct RemoteJWKSTests {
         #expect(try fake.jwksFetches == 2)
     }
 
+    @Test("pinned: a key the endpoint publishes but SUPABASE_JWKS_PINS does not name is refused; a pinned one verifies")
+    func pinnedKeys() throws {
+        let pinned = Key(inUse, "pin-a")
+        let unpinned = Key(standby, "pin-b")
+        try fake.serveJWKS(keys: [pinned.jwk(), unpinned.jwk()])
+        let thumbprint = try #require(
+            try JWKS(json: TokenFixture.text(.object(["keys": .array([pinned.jwk()])]))).key(id: "pin-a")?.thumbprint)
+        var pinnedEnvironment = environment
+        pinnedEnvironment["SUPABASE_JWKS_PINS"] = "sha-of-another-key, \(thumbprint)"
+        #expect(try Self.register(pinned.token(), environment: pinnedEnvironment).response?.statusCode == 200)
+        let refused = try Self.register(unpinned.token(), environment: pinnedEnvironment)
+        #expect(refused.response?.statusCode == 401)
+        #expect(refused.stderr.contains("caregiver signing keys not pinned are left out"))
+        // Unpinned, the same endpoint's second key verifies.
+        #expect(try register(unpinned.token()).response?.statusCode == 200)
+    }
+
     @Test("Ed25519: a token is accepted; an Ed25519 key whose alg is ES256 is skipped and its tokens refused")
     func ed25519() throws {
         let good = try PrivateKey.generateEd25519()

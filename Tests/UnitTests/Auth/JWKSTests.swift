@@ -19,6 +19,43 @@ struct JWKSTests {
         return .object(members)
     }
 
+    @Test("thumbprints are RFC 7638's: its own example, and a P-256 key against an independent canonical form")
+    func thumbprints() throws {
+        // RFC 7638, section 3.1.
+        let example: JSONValue = .object([
+            "kty": .string("RSA"), "kid": .string("2011-04-29"), "alg": .string("RS256"), "e": .string("AQAB"),
+            "n": .string(
+                "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"
+            ),
+        ])
+        let rsa = try JWKS(json: keySet([example]))
+        #expect(rsa.key(id: "2011-04-29")?.thumbprint == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
+        // Members that are not required (kid, alg, use) change nothing; the required ones in any order.
+        let ec = try jwk(PrivateKey.generateP256(), kid: "e")
+        let crv = try #require(ec["crv"]?.stringValue)
+        let x = try #require(ec["x"]?.stringValue)
+        let y = try #require(ec["y"]?.stringValue)
+        let canonical = #"{"crv":"\#(crv)","kty":"EC","x":"\#(x)","y":"\#(y)"}"#
+        let expected = Base64URL.encode(SHA256.hash(Array(canonical.utf8)))
+        #expect(try JWKS(json: keySet([ec])).key(id: "e")?.thumbprint == expected)
+        let renamed = try jwk(PrivateKey.generateP256(), kid: "other")
+        #expect(try JWKS(json: keySet([renamed])).key(id: "other")?.thumbprint != expected)
+    }
+
+    @Test("a pinned set keeps only the keys whose thumbprints it names, whatever their kid")
+    func pinning() throws {
+        let first = try jwk(PrivateKey.generateP256(), kid: "a")
+        let second = try jwk(PrivateKey.generateP256(), kid: "b")
+        let jwks = try JWKS(json: keySet([first, second]))
+        let pin = try #require(jwks.key(id: "a")?.thumbprint)
+        let (kept, left) = jwks.keeping(thumbprints: [pin])
+        #expect(kept.keyIDs == ["a"] && left == ["b"])
+        // The same key material under the kid of the pinned key does not pass: a kid is the publisher's to choose.
+        guard case .object(var impostor) = second else { return }
+        impostor["kid"] = .string("a")
+        #expect(try JWKS(json: keySet([.object(impostor)])).keeping(thumbprints: [pin]).keys.isEmpty)
+    }
+
     @Test("RSA and P-256 keys are accepted with the algorithm of their type")
     func acceptsSupportedKeys() throws {
         let rsa = try jwk(PrivateKey.generateRSA(), kid: "r", changes: ["alg": nil, "use": nil])
