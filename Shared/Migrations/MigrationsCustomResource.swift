@@ -46,7 +46,7 @@ public struct MigrationsCustomResource: InvocationHandling {
     static let answerGrace: Duration = .seconds(2)
     /// The budget without a deadline (one-shot on stdin): the template's 300 s timeout less the reserve, rounded down.
     static let budgetWithoutDeadline: Duration = .seconds(280)
-    /// The longest wait for one lock (the advisory lock of another migrator, a table lock of a running function).
+    /// The longest wait for one lock (another migrator's lock on the history, a table lock of a running function).
     /// Requests queue behind DDL that waits for its lock: this is how long they may be held up, per attempt.
     static let lockTimeout: Duration = .seconds(5)
     /// Attempts when a lock is not granted in time (the other side's transactions are short: a second try often

@@ -4,8 +4,8 @@ import Logging
 
 /// Applies `infra/migrations/NNNNNN_name.up.sql` in order, each once, recording them in `caregiver_push.schema_migrations`.
 ///
-/// Everything happens in one transaction holding a transaction-scoped advisory lock, so two migrators started
-/// together apply each migration exactly once (the second waits, then finds nothing to do), and a failing migration
+/// Everything happens in one transaction holding an `EXCLUSIVE` lock on the history table (``serialize(_:)``), so
+/// two migrators started together apply each migration exactly once (the second waits, then finds nothing to do), and a failing migration
 /// leaves the database as it was.
 public struct Migrator: Sendable {
     /// One migration file.
@@ -15,7 +15,7 @@ public struct Migrator: Sendable {
         public let sql: String
     }
 
-    /// The advisory lock key: an arbitrary constant that only this migrator uses.
+    /// The advisory lock key of the very first run, before the history table exists: an arbitrary constant.
     static let lockKey = 7_301_202_611
 
     public let migrations: [Migration]
