@@ -17,7 +17,8 @@ export PUSH_ENVIRONMENT=DEV LOG_LEVEL=error
 # Both clients come from 127.0.0.1: as behind a proxy, each names itself in x-forwarded-for, which the runner is
 # told to trust; the flood's connections may take the whole connection cap, as behind Knative.
 # shellcheck disable=SC2086
-"$bin/runner" serve --mode warm --port 0 --max-connections-per-client 512 --client-address-header x-forwarded-for --trusted-proxy 127.0.0.1 \
+"$bin/runner" serve --mode warm --port 0 --max-connections-per-client 512 --max-requests-per-client 16 \
+    --client-address-header x-forwarded-for --trusted-proxy 127.0.0.1 \
     ${RUNNER_ARGS:-} >"$work/runner.log" 2>&1 &
 runner=$!
 trap 'kill $runner 2>/dev/null; wait $runner 2>/dev/null; rm -rf "$work"' EXIT
