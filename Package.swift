@@ -210,7 +210,9 @@ let package = Package(
                 "ProcessSupervision",
                 "TestSupport",
                 // The gateway's event builder, read back by the functions' own strict parser (GatewayEventTests).
-                "FunctionGateway", "GatewayCommands", .product(name: "HTTPTypes", package: "swift-http-types"),
+                "FunctionGateway", .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The gateway's options, parsed as `gateway serve` parses them (ClientAddressTests).
+                "GatewayCommands", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 // The kit's router and catalog, read against the server's message builder (KitContractTests).
                 .product(name: "CaregiverPushClient", package: "caregiver-push-client"),
                 .product(name: "PushPayloadContract", package: "caregiver-push-client"),
