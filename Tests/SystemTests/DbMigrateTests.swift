@@ -317,6 +317,23 @@ struct DbMigrateTests {
         return deadline / 1000
     }
 
+    /// A database nobody had migrated, migrated by db-migrate's Create.
+    static func migratedDatabase(sourceLocation: SourceLocation = #_sourceLocation) throws -> EmptyDatabase {
+        let database = try EmptyDatabase()
+        _ = try run(request("Create", responseURL: try PresignedURLFake().responseURL), ["DATABASE_URL": database.url])
+        #expect(try database.appliedVersions() == shippedVersions, sourceLocation: sourceLocation)
+        return database
+    }
+
+    /// A session of its own on `url`, inside a transaction that ran `statement` and holds its locks until the
+    /// session commits or closes.
+    static func openTransaction(on url: String, _ statement: PostgresQuery) throws -> PostgresConnection {
+        let session = try PostgresConnection(url: url, applicationName: "caregiver-push-tests")
+        try session.query("BEGIN")
+        try session.query(statement)
+        return session
+    }
+
     /// A session that holds the migrator's advisory lock (the still-open session of a run that was killed).
     static func holdMigratorLock(_ url: String) throws -> PostgresConnection {
         let holder = try PostgresConnection(url: url, applicationName: "caregiver-push-tests")
@@ -349,16 +366,12 @@ struct DbMigrateTests {
         "the database goes silent mid-migration (a relay drops everything, acknowledging): FAILED within the reserve",
         .timeLimit(.minutes(2)))
     func silentDatabaseAnswersWithinReserve() throws {
-        let database = try EmptyDatabase()
-        _ = try Self.run(
-            Self.request("Create", responseURL: try PresignedURLFake().responseURL), ["DATABASE_URL": database.url])
-        #expect(try database.appliedVersions() == Self.shippedVersions)
+        let database = try Self.migratedDatabase()
         let relay = try SilentRelay(port: try #require(URLComponents(string: database.url)?.port))
         // The migration reaches the database through the relay and waits for the history's lock, held here.
-        let holder = try PostgresConnection(url: database.url, applicationName: "caregiver-push-tests")
+        let holder = try Self.openTransaction(
+            on: database.url, "LOCK TABLE caregiver_push.schema_migrations IN ACCESS EXCLUSIVE MODE")
         defer { holder.close() }
-        try holder.query("BEGIN")
-        try holder.query("LOCK TABLE caregiver_push.schema_migrations IN ACCESS EXCLUSIVE MODE")
         let fake = try PresignedURLFake()
         let update = Self.request("Update", responseURL: fake.responseURL, physicalResourceID: "x")
         let deadline = Mutex<Double?>(nil)
@@ -406,18 +419,13 @@ struct DbMigrateTests {
         "one-shot, a table lock held by a running transaction: FAILED after three bounded lock waits",
         .timeLimit(.minutes(1)))
     func heldTableLockOneShot() throws {
-        let database = try EmptyDatabase()
-        let createFake = try PresignedURLFake()
-        _ = try Self.run(Self.request("Create", responseURL: createFake.responseURL), ["DATABASE_URL": database.url])
-        #expect(try database.appliedVersions() == Self.shippedVersions)
+        let database = try Self.migratedDatabase()
         // A new migration that alters a table a long transaction is reading.
         let directory = try TestDatabase.migrationsDirectory(
             adding: "999999_alter.up.sql", sql: "ALTER TABLE push_devices ADD COLUMN lock_probe int;")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let reader = try PostgresConnection(url: database.url, applicationName: "caregiver-push-tests")
+        let reader = try Self.openTransaction(on: database.url, "SELECT count(*) FROM push_devices")
         defer { reader.close() }
-        try reader.query("BEGIN")
-        try reader.query("SELECT count(*) FROM push_devices")
         let fake = try PresignedURLFake()
         let update = Self.request("Update", responseURL: fake.responseURL, physicalResourceID: "x")
         let started = Date()

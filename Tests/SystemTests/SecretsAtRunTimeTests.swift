@@ -25,6 +25,21 @@ struct SecretsAtRunTimeTests {
     }
 
     /// A function's environment on Lambda: ARNs, the extension's variables, no secret value.
+    /// The runner with one warm worker reading its secrets through `fake`, refreshed every second (a grace of two).
+    static func warmServer(_ fake: SecretsExtensionFake) throws -> RunnerServer {
+        try RunnerServer(
+            arguments: ["--mode", "warm", "--warm-workers", "1"],
+            environment: lambdaEnvironment(fake, ["SECRETS_REFRESH_SECONDS": "1"]))
+    }
+
+    /// Registers a new device with a caregiver token signed by `secret`; the answer's status.
+    static func register(on server: RunnerServer, secret: String) throws -> Int {
+        try server.post(
+            "/api/push/register", bearer: try caregiverToken(UUID(), secret: secret),
+            body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")]
+        ).status
+    }
+
     static func lambdaEnvironment(_ fake: SecretsExtensionFake, _ extra: [String: String] = [:]) -> [String: String] {
         var environment = fake.environment
         environment["DATABASE_SECRET_ARN"] = databaseARN
@@ -106,15 +121,8 @@ struct SecretsAtRunTimeTests {
         let fake = try SecretsExtensionFake(
             secrets: [Self.databaseARN: try Self.rdsSecret(), Self.jwtARN: oldSecret], ttlSeconds: 1)
         _ = TestDatabase.migrated
-        let server = try RunnerServer(
-            arguments: ["--mode", "warm", "--warm-workers", "1"],
-            environment: Self.lambdaEnvironment(fake, ["SECRETS_REFRESH_SECONDS": "1"]))
-        func register(with secret: String) throws -> Int {
-            try server.post(
-                "/api/push/register", bearer: try caregiverToken(UUID(), secret: secret),
-                body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")]
-            ).status
-        }
+        let server = try Self.warmServer(fake)
+        func register(with secret: String) throws -> Int { try Self.register(on: server, secret: secret) }
         #expect(try register(with: oldSecret) == 200)
         #expect(try register(with: newSecret) == 401)
         try fake.store([Self.databaseARN: try Self.rdsSecret(), Self.jwtARN: newSecret])
@@ -133,15 +141,8 @@ struct SecretsAtRunTimeTests {
             secrets: [Self.databaseARN: try Self.rdsSecret(), Self.jwtARN: testJWTSecret], ttlSeconds: 0.5)
         _ = TestDatabase.migrated
         // Refresh every second: a grace of two.
-        let server = try RunnerServer(
-            arguments: ["--mode", "warm", "--warm-workers", "1"],
-            environment: Self.lambdaEnvironment(fake, ["SECRETS_REFRESH_SECONDS": "1"]))
-        func register() throws -> Int {
-            try server.post(
-                "/api/push/register", bearer: try caregiverToken(UUID()),
-                body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")]
-            ).status
-        }
+        let server = try Self.warmServer(fake)
+        func register() throws -> Int { try Self.register(on: server, secret: testJWTSecret) }
         #expect(try register() == 200)
         try fake.store([Self.databaseARN: try Self.rdsSecret()])
         let deleted = Date()
@@ -166,15 +167,8 @@ struct SecretsAtRunTimeTests {
             secrets: [Self.databaseARN: try Self.rdsSecret(), Self.jwtARN: testJWTSecret], ttlSeconds: 0.5)
         _ = TestDatabase.migrated
         // Refresh every second: a grace of two.
-        let server = try RunnerServer(
-            arguments: ["--mode", "warm", "--warm-workers", "1"],
-            environment: Self.lambdaEnvironment(fake, ["SECRETS_REFRESH_SECONDS": "1"]))
-        func register(with secret: String) throws -> Int {
-            try server.post(
-                "/api/push/register", bearer: try caregiverToken(UUID(), secret: secret),
-                body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")]
-            ).status
-        }
+        let server = try Self.warmServer(fake)
+        func register(with secret: String) throws -> Int { try Self.register(on: server, secret: secret) }
         #expect(try register(with: testJWTSecret) == 200)
         // The secret is rotated after a leak while the worker is idle (as a frozen Lambda environment is): no
         // invocation ends, so no refresh runs after one. Past the grace, the very next request is served by the new

@@ -38,20 +38,7 @@ package final class PresignedURLFake: @unchecked Sendable {
     package init(failFirst: Int = 0) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("s3-fake-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, directory.path, String(failFirst)]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        let line = String(decoding: stdout.fileHandleForReading.availableLine(), as: UTF8.self)
-        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw FakeError.didNotStart
-        }
-        self.port = port
+        (process, port) = try Self.startPython(Self.script, arguments: [directory.path, String(failFirst)])
     }
 
     deinit {
@@ -61,6 +48,24 @@ package final class PresignedURLFake: @unchecked Sendable {
     }
 
     package enum FakeError: Error { case didNotStart }
+
+    /// Starts `python3 -c script arguments…`, which prints the port it listens on as its first line; its output
+    /// after that, and its errors, are discarded.
+    static func startPython(_ script: String, arguments: [String]) throws -> (Process, Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script] + arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let line = String(decoding: stdout.fileHandleForReading.availableLine(), as: UTF8.self)
+        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.terminate()
+            throw FakeError.didNotStart
+        }
+        return (process, port)
+    }
 
     package struct Received {
         package let method: String
@@ -145,7 +150,7 @@ package final class PresignedURLFake: @unchecked Sendable {
 
 extension FileHandle {
     /// Reads up to the first newline (or EOF).
-    func availableLine() -> Data {
+    fileprivate func availableLine() -> Data {
         var line = Data()
         while let byte = try? read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
             line.append(first)

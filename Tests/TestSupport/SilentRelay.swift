@@ -15,22 +15,8 @@ package final class SilentRelay {
     package init(to host: String = "127.0.0.1", port targetPort: Int) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c", Self.script, host, String(targetPort), directory.appendingPathComponent("silent").path,
-        ]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        let line = String(decoding: stdout.fileHandleForReading.availableLine(), as: UTF8.self)
-        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw PresignedURLFake.FakeError.didNotStart
-        }
-        self.port = port
+        (process, port) = try PresignedURLFake.startPython(
+            Self.script, arguments: [host, String(targetPort), directory.appendingPathComponent("silent").path])
     }
 
     deinit {

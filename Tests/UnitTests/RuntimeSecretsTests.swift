@@ -24,12 +24,15 @@ struct RuntimeSecretsTests {
         }
     }
 
+    /// A store of secrets, the process's reading of them, a logger, and the instant the clock starts at.
+    static func started() -> (Store, RuntimeSecrets, Logger, ContinuousClock.Instant) {
+        let store = Store()
+        return (store, RuntimeSecrets(environment: environment, read: store.read), Logger(label: "tests"), .now)
+    }
+
     @Test("a secret that can no longer be read is kept for the grace, then dropped: the 500 names its ARN variable")
     func failsClosedAfterGrace() throws {
-        let store = Store()
-        let secrets = RuntimeSecrets(environment: Self.environment, read: store.read)
-        let logger = Logger(label: "tests")
-        let start = ContinuousClock.now
+        let (store, secrets, logger, start) = Self.started()
         let first = secrets.configuration(logger: logger, now: start)
         #expect(first.errors.isEmpty && first.databaseURL != nil)
         #expect(secrets.grace == .seconds(600))
@@ -53,10 +56,7 @@ struct RuntimeSecretsTests {
 
     @Test("past the grace, before an invocation: read again at once, kept if readable, dropped if not")
     func graceBeforeInvocation() throws {
-        let store = Store()
-        let secrets = RuntimeSecrets(environment: Self.environment, read: store.read)
-        let logger = Logger(label: "tests")
-        let start = ContinuousClock.now
+        let (store, secrets, logger, start) = Self.started()
         _ = secrets.configuration(logger: logger, now: start)
         // No refresh ran (short deadlines, or the environment was frozen): within the grace nothing is due before an
         // invocation; a second past it, the clock read says so.
@@ -83,10 +83,7 @@ struct RuntimeSecretsTests {
 
     @Test("a changed secret is a new configuration at the next refresh; an unchanged one is none")
     func rotation() throws {
-        let store = Store()
-        let secrets = RuntimeSecrets(environment: Self.environment, read: store.read)
-        let logger = Logger(label: "tests")
-        let start = ContinuousClock.now
+        let (store, secrets, logger, start) = Self.started()
         _ = secrets.configuration(logger: logger, now: start)
         #expect(secrets.renewedConfiguration(logger: logger, now: start + .seconds(300)) == nil)
         store.values.withLock { $0["arn:db"] = "postgresql://app:rotated@db.example:6543/app" }
