@@ -49,7 +49,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         // The FCM emulator's TLS + HTTP/2 mode (ALPN h2), as fcm.googleapis.com serves: runner and tests only.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
-        // The runner's child processes (Shared/Host: FunctionProcess, ChildProcess's async run).
+        // The runner's child processes (Shared/ProcessSupervision: FunctionProcess, ChildProcess's async run).
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
@@ -78,16 +78,17 @@ let package = Package(
         .target(
             name: "CaregiverPush",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", logging,
+                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "Migrations", logging,
                 .product(name: "PushPayloadContract", package: "caregiver-push-client"),
             ],
             path: "Shared/CaregiverPush",
             swiftSettings: strict
         ),
-        // The schema: `runner migrate`, the tests and the `db-migrate` custom-resource function.
+        // The migrator and the schema's data contract: `gateway migrate`, the domain's `db-migrate` custom resource and
+        // the tests. No domain code: the gateway links it.
         .target(
             name: "Migrations",
-            dependencies: ["Codecs", "Libpq", "Curl", "FunctionRuntime", "CaregiverPush", logging],
+            dependencies: ["Codecs", "Libpq", logging],
             path: "Shared/Migrations",
             swiftSettings: strict
         ),
@@ -263,7 +264,7 @@ let package = Package(
             .executableTarget(
                 name: $0.target,
                 // db-migrate also applies the schema; every other function knows only the domain layer.
-                dependencies: $0.target == "DbMigrate" ? ["CaregiverPush", "Migrations"] : ["CaregiverPush"],
+                dependencies: $0.target == "DbMigrate" ? ["CaregiverPush", "FunctionRuntime"] : ["CaregiverPush"],
                 path: "Functions/\($0.target)", swiftSettings: strict)
         }
 )

@@ -86,7 +86,7 @@ struct DeploymentCheck {
         configuration.fcmValidationTopic = Self.topic
         let session = DatabaseSession(configuration: configuration)
         defer { session.close() }
-        let resources = FunctionResources(database: session, push: PushResources(configuration: configuration))
+        let resources = CaregiverService(configuration: configuration, logger: Logger(label: "check"), database: session)
         let run = Run(
             configuration: configuration, resources: resources, householdsURL: householdsURL,
             caregiverToken: caregiverToken)
@@ -111,7 +111,7 @@ struct DeploymentCheck {
     /// One run's state: what it made, so that the clean-up removes exactly that.
     final class Run {
         let configuration: Configuration
-        let resources: FunctionResources
+        let resources: CaregiverService
         let householdsURL: String
         let caregiverToken: String
         let deviceToken = "deployment-check-" + UUID().uuidString.lowercased()
@@ -120,7 +120,7 @@ struct DeploymentCheck {
         /// The step under way, for an error no step expected.
         private(set) var step = Step.runtimeLogin
 
-        init(configuration: Configuration, resources: FunctionResources, householdsURL: String, caregiverToken: String)
+        init(configuration: Configuration, resources: CaregiverService, householdsURL: String, caregiverToken: String)
         {
             self.configuration = configuration
             self.resources = resources
@@ -385,11 +385,11 @@ struct DeploymentCheck {
                     requestId: requestID, routeKey: "POST \(path)", http: .init(method: "POST", path: path)),
                 body: String(decoding: JSONCoding.encode(body) ?? [], as: UTF8.self))
             var response = APIGatewayV2Response(statusCode: 500, headers: [:], body: "")
-            let handler = FunctionHandler(endpoint: endpoint, configuration: configuration, logger: logger)
-            handler.handle(
-                InvocationInput(eventBytes: JSONCoding.encode(event) ?? []),
-                resources: resources
-            ) { response = $0 }
+            let handler = EndpointHandler(
+                endpoint,
+                service: CaregiverService(configuration: configuration, logger: logger, database: resources.database))
+            let writer = ResponseWriter<APIGatewayV2Response>.inMemory(logger: logger) { response = $0 }
+            handler.handle(InvocationInput(eventBytes: JSONCoding.encode(event) ?? []), writer: writer)
             let log = lines.all.compactMap { try? JSONValue.parse(Array($0.utf8)) }
             return (response, log)
         }

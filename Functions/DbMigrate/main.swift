@@ -1,13 +1,12 @@
 import CaregiverPush
 import FoundationEssentials
-import Migrations
+import FunctionRuntime
 
 // A CloudFormation custom resource: reads CloudFormation's request (on stdin, or from the Runtime API on Lambda),
 // applies the migrations on Create and Update, and PUTs the outcome to the request's ResponseURL.
-CaregiverFunction.main(name: "db-migrate") { configuration, logger in
-    let environment = ProcessInfo.processInfo.environment
-    return MigrationsCustomResource(
-        configuration: configuration, logger: logger,
-        migrationsDirectory: MigrationsCustomResource.migrationsDirectory(environment: environment),
-        extraResponseOrigin: environment["CUSTOM_RESOURCE_RESPONSE_ORIGIN"], region: environment["AWS_REGION"])
-}
+let environment = ProcessInfo.processInfo.environment
+let service = CaregiverService(function: .dbMigrate, environment: environment)
+let customResource = MigrationsCustomResource(
+    service: service, migrationsDirectory: MigrationsCustomResource.migrationsDirectory(environment: environment),
+    extraResponseOrigin: environment["CUSTOM_RESOURCE_RESPONSE_ORIGIN"], region: environment["AWS_REGION"])
+FunctionHost.run(customResource, environment: environment)

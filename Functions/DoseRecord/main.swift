@@ -1,4 +1,4 @@
 import CaregiverPush
 
-// Reads one API Gateway 2.0 event on stdin and writes the response on stdout (see FunctionHost).
-CaregiverFunction.main(DoseRecord())
+// The service's process (CaregiverService): one API Gateway 2.0 event on stdin, the response on stdout (or the Runtime API).
+CaregiverService.run(DoseRecord())

@@ -1,4 +1,4 @@
 import CaregiverPush
 
 // Reads one EventBridge Scheduled Event (or {}) on stdin and writes the run's summary on stdout (see FunctionHost).
-CaregiverFunction.main(PushSweep())
+CaregiverService.run(PushSweep())

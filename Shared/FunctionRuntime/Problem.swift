@@ -124,3 +124,21 @@ extension Problem: Encodable {
         try container.encodeIfPresent(errors, forKey: .errors)
     }
 }
+
+extension Problem {
+    /// The members of an event that must be a JSON object (a scheduled event, a custom-resource request).
+    /// - Parameter expected: what the event should have been, for the 400's detail.
+    /// - Throws: a 400 ``Problem`` when the bytes are not JSON, or not an object.
+    public static func eventMembers(_ bytes: [UInt8], expected: String) throws(Problem) -> [String: JSONValue] {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(bytes)
+        } catch {
+            throw .badRequest("The event is not valid JSON.")
+        }
+        guard let members = document.objectValue else {
+            throw .badRequest("The event must be a JSON object: \(expected).")
+        }
+        return members
+    }
+}

@@ -1,4 +1,3 @@
-import CaregiverPush
 import Libpq
 import Logging
 
@@ -14,6 +13,10 @@ public struct RuntimeLogin: Sendable, CustomStringConvertible {
     /// Why the login cannot be given; safe to log and to answer (never a password or a URL).
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     public let role = Migrator.runtimeRole
@@ -35,16 +38,6 @@ public struct RuntimeLogin: Sendable, CustomStringConvertible {
             throw Failure(description: "the runtime connection string holds no password")
         }
         self.password = password
-    }
-
-    /// `db-migrate`'s: `nil` when its configuration names no runtime connection.
-    /// - Throws: ``Failure`` naming `RUNTIME_DATABASE_SECRET_ARN` when that secret could not be read or understood.
-    public init?(configuration: Configuration) throws(Failure) {
-        if let error = configuration.errors.first(where: { $0.variable == "RUNTIME_DATABASE_SECRET_ARN" }) {
-            throw Failure(description: "RUNTIME_DATABASE_SECRET_ARN \(error.reason)")
-        }
-        guard let url = configuration.runtimeDatabaseURL else { return nil }
-        try self.init(runtimeConnection: url)
     }
 
     /// Never the password.

@@ -577,7 +577,7 @@ struct StartupBenchmark {
                     SELECT id FROM caregiver_push.push_devices
                     WHERE owner_type = 'CAREGIVER' AND owner_id = \(caregiver) AND is_enabled
                     ORDER BY token_sha256 = sha256(convert_to(\(token), 'UTF8')) DESC, last_seen_at DESC, id
-                    OFFSET \(PushDeviceRegistry.defaultDeviceCap))
+                    OFFSET \(Configuration.defaultDeviceCap))
                 """
             ),
             (

@@ -49,14 +49,14 @@ struct PushDispatchTests {
     @discardableResult
     static func dispatch(
         _ event: DoseTakenEvent, fake: FCMFake, log: CapturedLog = CapturedLog(), overrides: [String: String?] = [:]
-    ) -> PushDispatcher.Report {
+    ) -> DeliveryReport {
         dispatch(event, configuration: fake.configuration(overrides), log: log)
     }
 
     @discardableResult
     static func dispatch(
         _ event: DoseTakenEvent, configuration: Configuration, log: CapturedLog = CapturedLog()
-    ) -> PushDispatcher.Report {
+    ) -> DeliveryReport {
         let database = DatabaseSession(configuration: configuration)
         defer { database.close() }
         do {
@@ -185,7 +185,7 @@ struct PushDispatchTests {
     func nobodyToTell() throws {
         let fake = try FCMFake()
         let lonely = try Self.household(caregivers: [])
-        #expect(Self.dispatch(Self.event(lonely), fake: fake) == PushDispatcher.Report())
+        #expect(Self.dispatch(Self.event(lonely), fake: fake) == DeliveryReport())
         let token = makeDeviceToken()
         let household = try Self.household(caregivers: [[token]])
         try TestDatabase.with { connection in

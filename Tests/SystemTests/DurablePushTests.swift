@@ -48,7 +48,7 @@ struct DurablePushTests {
             let tokens = (0..<devices).map { index in makeDeviceToken() + (index < markers.count ? markers[index] : "")
             }
             // One linked caregiver per `PUSH_MAX_DEVICES_PER_CAREGIVER` (10) devices: each keeps all of its own.
-            let perCaregiver = PushDeviceRegistry.defaultDeviceCap
+            let perCaregiver = Configuration.defaultDeviceCap
             for first in stride(from: 0, to: max(devices, 1), by: perCaregiver) {
                 let caregiver = UUID()
                 try Seed.link(connection, caregiver: caregiver, patient: patient)

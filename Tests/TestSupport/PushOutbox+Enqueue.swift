@@ -9,7 +9,7 @@ extension PushOutbox {
     @discardableResult
     package static func enqueue(
         _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment,
-        deviceCap: Int = PushDeviceRegistry.defaultDeviceCap, connection: PostgresConnection
+        deviceCap: Int = Configuration.defaultDeviceCap, connection: PostgresConnection
     ) throws -> Int {
         try connection.query(
             enqueueQuery(event, source: source, environment: environment, deviceCap: deviceCap, ifRecorded: nil)

@@ -100,8 +100,9 @@ package func invoke(
 /// ``invoke(_:event:environment:)`` with hooks on the invocation's database session: `prepare` runs before the event
 /// is handed over, `inspect` when the response arrives (before the endpoint's post-response work).
 ///
-/// The host's `respond` here keeps the response in memory; the endpoint then goes on with its post-response work
-/// (the push), and this returns when the invocation is over. A response given twice is recorded as an issue.
+/// The host's writer here keeps the response in memory; the endpoint then goes on with its post-response work
+/// (the push), and this returns when the invocation is over. A second response is dropped by the writer, which logs
+/// it.
 package func invokeInProcess(
     _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(), now: Date = Date(),
     prepare: (DatabaseSession) throws -> Void = { _ in }, inspect: (DatabaseSession) throws -> Void = { _ in }
@@ -109,23 +110,21 @@ package func invokeInProcess(
     _ = TestDatabase.migrated
     let captured = CapturedLog()
     let configuration = Configuration(environment: environment)
-    let handler = FunctionHandler(
-        endpoint: endpoint, configuration: configuration, logger: captured.logger(function: endpoint.functionName))
-    let database = DatabaseSession(configuration: configuration)
+    let service = CaregiverService(configuration: configuration, logger: captured.logger(function: endpoint.functionName))
+    let handler = EndpointHandler(endpoint, service: service)
+    let database = service.database
     defer { database.close() }
     try prepare(database)
-    var responses: [APIGatewayV2Response] = []
     var inspected: Result<Void, any Error> = .success(())
-    handler.handle(
-        InvocationInput(eventBytes: Array(event), now: now),
-        resources: FunctionResources(database: database, push: PushResources(configuration: handler.configuration))
-    ) { response in
-        responses.append(response)
-        if responses.count == 1 { inspected = Result { try inspect(database) } }
+    let writer = withoutActuallyEscaping(inspect) { inspect in
+        ResponseWriter<APIGatewayV2Response>.inMemory(logger: service.logger) { _ in
+            inspected = Result { try inspect(database) }
+        }
     }
+    handler.handle(InvocationInput(eventBytes: Array(event), now: now), writer: writer)
     try inspected.get()
-    guard let response = responses.first, responses.count == 1 else {
-        throw InvocationError("\(endpoint.functionName) responded \(responses.count) times")
+    guard let response = writer.response else {
+        throw InvocationError("\(endpoint.functionName) did not respond")
     }
     LeakCapture.record(response.body, source: "\(endpoint.functionName) response")
     LeakCapture.record(captured.text, source: "\(endpoint.functionName) log")

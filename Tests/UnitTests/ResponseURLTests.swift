@@ -1,6 +1,6 @@
 import Testing
 
-@testable import Migrations
+@testable import CaregiverPush
 
 /// db-migrate answers only CloudFormation's response bucket of its own region (docs/deploy.md#db-migrate): S3 bucket
 /// names are first come, first served, so a `cloudformation-custom-resource-response-*` bucket of another region may

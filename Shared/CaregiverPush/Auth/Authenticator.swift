@@ -7,7 +7,7 @@ import Logging
 /// Turns an `Authorization` header into a ``Principal`` (docs/behaviour.md#auth), or a 401 that never says which check
 /// failed.
 ///
-/// One per process, kept across warm invocations (``FunctionHandler`` owns it): `SUPABASE_JWKS` is parsed once, on
+/// One per process, kept across warm invocations (the process's ``CaregiverService`` owns it): `SUPABASE_JWKS` is parsed once, on
 /// first use, and the `SUPABASE_JWKS_URL` set (``RemoteJWKS``) keeps its in-memory copy. The reason for a rejection
 /// goes to the log as `auth.reason`; the token itself never does.
 public final class Authenticator {
@@ -20,7 +20,7 @@ public final class Authenticator {
     private let configuration: Configuration
     private var state = State.unloaded
 
-    /// Reads nothing yet: the key sets are loaded by the first ``authenticate(_:context:)``, which can log.
+    /// Reads nothing yet: the key sets are loaded by the first ``authenticate(_:database:now:logger:)``, which can log.
     public init(configuration: Configuration) {
         self.configuration = configuration
     }
@@ -28,31 +28,36 @@ public final class Authenticator {
     /// Verifies the request's bearer token.
     /// - Parameters:
     ///   - request: the request; only its `Authorization` header is read.
-    ///   - context: for the clock, the log, and the database (patient sessions and the shared JWKS are there).
+    ///   - database: where patient sessions and the shared JWKS refetch limit are.
+    ///   - now: the invocation's clock.
+    ///   - logger: the invocation's log: the reason for a rejection goes there, never the token.
     /// - Throws: ``Problem`` 401; ``PostgresError`` when a patient session or the shared JWKS cannot be read;
     ///   ``ConfigurationError`` when no way to verify caregiver tokens is configured.
-    public func authenticate(_ request: FunctionRequest, context: InvocationContext) throws -> Principal {
+    public func authenticate(
+        _ request: FunctionRequest, database: DatabaseSession, now: Date, logger: Logger
+    ) throws -> Principal {
         guard let token = Self.bearerToken(request.header("authorization")) else {
-            context.logger.info("request rejected", metadata: ["auth.reason": "missingBearer"])
+            logger.info("request rejected", metadata: ["auth.reason": "missingBearer"])
             throw Problem.unauthorized()
         }
         if token.hasPrefix(PatientSessionToken.prefix) {
-            return try authenticatePatient(token, context: context)
+            return try authenticatePatient(token, database: database, now: now, logger: logger)
         }
-        let (verifier, remote) = try load(logger: context.logger)
+        let (verifier, remote) = try load(logger: logger)
         do {
-            let fetched = try remoteKeys(for: token, remote: remote, verifier: verifier, context: context)
-            let identity = try verifier.verify(token, now: context.now, fetchedKeys: fetched)
+            let fetched = try remoteKeys(
+                for: token, remote: remote, verifier: verifier, database: database, now: now, logger: logger)
+            let identity = try verifier.verify(token, now: now, fetchedKeys: fetched)
             return .caregiver(id: identity.userID)
         } catch let rejection as TokenRejection {
-            context.logger.info("request rejected", metadata: ["auth.reason": .string(rejection.reason.rawValue)])
+            logger.info("request rejected", metadata: ["auth.reason": .string(rejection.reason.rawValue)])
             throw Problem.unauthorized()
         } catch let unavailable as RemoteJWKSUnavailable {
             var metadata: Logger.Metadata = [
                 "auth.reason": .string(unavailable.reason), "config.variable": "SUPABASE_JWKS_URL",
             ]
             if let age = unavailable.age { metadata["jwks.age_s"] = .stringConvertible(Int(age)) }
-            context.logger.error("request rejected: no trusted signing keys", metadata: metadata)
+            logger.error("request rejected: no trusted signing keys", metadata: metadata)
             throw Problem.unauthorized()
         }
     }
@@ -60,13 +65,14 @@ public final class Authenticator {
     /// The `SUPABASE_JWKS_URL` set for a token that names a key by `kid` and an asymmetric `alg`, when the inline set
     /// does not have that key; `nil` when the token needs no fetched key (HS256 tokens never cause a fetch).
     private func remoteKeys(
-        for token: String, remote: RemoteJWKS?, verifier: CaregiverTokenVerifier, context: InvocationContext
+        for token: String, remote: RemoteJWKS?, verifier: CaregiverTokenVerifier, database: DatabaseSession, now: Date,
+        logger: Logger
     ) throws -> JWKS? {
         guard let remote else { return nil }
         let header = try CaregiverTokenVerifier.header(of: token)
         guard header.asymmetricAlgorithm != nil, let keyID = header.keyID, !verifier.hasConfiguredKey(id: keyID)
         else { return nil }
-        return try remote.keys(for: keyID, database: context.database, now: context.now, logger: context.logger)
+        return try remote.keys(for: keyID, database: database, now: now, logger: logger)
     }
 
     /// Builds the verifier once per process. A `SUPABASE_JWKS` that is not a key set at all is logged as an error
@@ -122,9 +128,11 @@ public final class Authenticator {
             })
     }
 
-    private func authenticatePatient(_ text: String, context: InvocationContext) throws -> Principal {
+    private func authenticatePatient(
+        _ text: String, database: DatabaseSession, now: Date, logger: Logger
+    ) throws -> Principal {
         guard let token = PatientSessionToken(text) else {
-            context.logger.info("request rejected", metadata: ["auth.reason": "malformedPatientToken"])
+            logger.info("request rejected", metadata: ["auth.reason": "malformedPatientToken"])
             throw Problem.unauthorized()
         }
         let hash = PostgresBytes(token.hash)
@@ -135,14 +143,14 @@ public final class Authenticator {
         // In one flight (BEGIN with the settings, the read, COMMIT), this costs no round trip more than the bare
         // read did; SET without LOCAL is not an option: it would stay on the pooled server session for whoever gets
         // it next.
-        let rows = try context.database.connection().readOnlyTransaction(
-            logger: context.logger,
+        let rows = try database.connection().readOnlyTransaction(
+            logger: logger,
             """
             SELECT id, patient_id FROM caregiver_push.patient_sessions
-            WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(context.now)
+            WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(now)
             """)
         guard let row = rows.single else {
-            context.logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
+            logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
             throw Problem.unauthorized()
         }
         let (sessionID, patientID) = try row.decode((AppID, AppID).self)

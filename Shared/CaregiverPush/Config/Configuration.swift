@@ -53,6 +53,8 @@ public struct Configuration: Sendable {
     public var pushDeviceStaleDays: Int
     /// `PUSH_DEVICE_STALE_DAYS`' default: Google calls a token stale after about a month without the app checking in.
     public static let defaultDeviceStaleDays = 30
+    /// Enabled devices one caregiver may have (`PUSH_MAX_DEVICES_PER_CAREGIVER`'s default).
+    public static let defaultDeviceCap = 10
     /// `PUSH_MAX_DEVICES_PER_CAREGIVER`: enabled devices one caregiver may have; past it the least recently seen
     /// are disabled as `REPLACED`, and one event is sent to at most this many devices per caregiver.
     public var pushMaxDevicesPerCaregiver: Int
@@ -167,7 +169,7 @@ public struct Configuration: Sendable {
         pushDeviceStaleDays = integer(
             "PUSH_DEVICE_STALE_DAYS", default: Self.defaultDeviceStaleDays, range: 1...3650, unit: "days")
         pushMaxDevicesPerCaregiver = integer(
-            "PUSH_MAX_DEVICES_PER_CAREGIVER", default: PushDeviceRegistry.defaultDeviceCap, range: 1...100,
+            "PUSH_MAX_DEVICES_PER_CAREGIVER", default: Self.defaultDeviceCap, range: 1...100,
             unit: "devices")
         pushRetentionDays = integer("PUSH_RETENTION_DAYS", default: 30, range: 1...3650, unit: "days")
         pushSweepBatchSize = integer("PUSH_SWEEP_BATCH_SIZE", default: 1000, range: 1...10_000, unit: "deliveries")

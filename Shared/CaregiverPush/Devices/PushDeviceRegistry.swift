@@ -69,9 +69,6 @@ public struct PushDeviceRegistry {
         public let overCap: Int
     }
 
-    /// Enabled devices one caregiver may have (`PUSH_MAX_DEVICES_PER_CAREGIVER`'s default).
-    public static let defaultDeviceCap = 10
-
     /// Namespace of the advisory locks taken per token (the second key is the token's hash); migration 000009's
     /// `register_push_device` takes it by this number.
     static let tokenLockNamespace: Int = 0x5055_5348  // "PUSH"
@@ -114,7 +111,7 @@ public struct PushDeviceRegistry {
     /// table without bound.
     /// - Parameter deviceCap: `PUSH_MAX_DEVICES_PER_CAREGIVER`.
     public func register(
-        _ registration: Registration, caregiverID: UUID, deviceCap: Int = Self.defaultDeviceCap
+        _ registration: Registration, caregiverID: UUID, deviceCap: Int = Configuration.defaultDeviceCap
     ) throws -> RegistrationResult {
         try connection.withPipelinedTransaction { transaction in
             var flight = transaction.flight()
@@ -190,6 +187,52 @@ public struct PushDeviceRegistry {
                   AND token_sha256 = \(Self.tokenHash(token)) AND token = \(token) AND is_enabled
                 """
             ).affectedRows
+        }
+    }
+}
+
+// The device fields of push-register and push-unregister.
+
+extension FieldValidator {
+    /// The `token` field: an FCM registration token, 1–512 characters of `A-Z a-z 0-9 _ : . -`.
+    /// The longest device token stored: FCM's registration tokens are about 160 characters (APNs device tokens 64);
+    /// 512 leaves room for a longer format without letting one row carry kilobytes (docs/behaviour.md#limits).
+    static let maxDeviceTokenLength = 512
+
+    mutating func deviceToken() -> String? {
+        string("token", required: true, invalidMessage: "token must be 1 to 512 characters of A-Z a-z 0-9 _ : . -") {
+            value in
+            (1...Self.maxDeviceTokenLength).contains(value.utf8.count) && value.consists(of: Self.isTokenCharacter)
+        }
+    }
+
+    /// The device's identity: `token` (a registration token) or `fid` (a Firebase Installation ID, 22 characters of
+    /// `A-Z a-z 0-9 - _`), exactly one of them, even as `null`. Without either, "token is required", as before FIDs.
+    mutating func deviceIdentity() -> (text: String, target: PushDeviceRegistry.Target)? {
+        // A member sent as `null` counts as sent: `{"token": …, "fid": null}` is not a token registration.
+        let members = self.members
+        let sent = { (field: String) in members[field] != nil }
+        guard sent("fid") else { return deviceToken().map { ($0, .token) } }
+        guard !sent("token") else {
+            reject("fid", "send token or fid, not both")
+            return nil
+        }
+        return string(
+            "fid", required: true,
+            invalidMessage: "fid must be a Firebase Installation ID: 22 characters of A-Z a-z 0-9 - _"
+        ) { value in
+            value.utf8.count == 22
+                && value.consists { Self.isTokenCharacter($0) && $0 != UInt8(ascii: ":") && $0 != UInt8(ascii: ".") }
+        }.map { ($0, .fid) }
+    }
+
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "."),
+            UInt8(ascii: "-"):
+            true
+        default: false
         }
     }
 }

@@ -7,15 +7,15 @@ import FoundationEssentials
 /// Body `{patientId?, medicationId, scheduledAt, takenAt?}` → 200 `{record, updatedCount}`. Recording the same
 /// (patient, medication, scheduledAt) again returns the existing record with `updatedCount: 0` and sends no push.
 public struct DoseRecord: Endpoint {
-    public let functionName = "dose-record"
+    public static let function = FunctionName.doseRecord
     public let method = "POST"
 
     public init() {}
 
     public func handle(
-        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
-    ) throws {
-        let principal = try context.authenticator.authenticate(request, context: context)
+        _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<RecordResponse<DoseRecordBody>>
+    ) throws -> Responded {
+        let principal = try context.authenticate(request)
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
 
@@ -23,8 +23,10 @@ public struct DoseRecord: Endpoint {
         let minute = TokyoClock.minuteOfDay(scheduledAt)
 
         // Record: one transaction — what the checks read, what is written, COMMIT: three round trips.
-        let (recorded, push) = try RecordingTransaction.run(access, source: .doseRecord, context: context) {
-            transaction -> RecordingTransaction.Recording<(record: DoseRecordBody, updatedCount: Int)> in
+        let recorded = try RecordingTransaction.run(
+            access, source: .doseRecord, database: context.database, configuration: context.configuration,
+            logger: context.logger
+        ) { transaction -> Recorded<DoseRecordBody> in
             var reads = transaction.flight()
             let medication = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
             let scheduleTime = reads.add(Medication.scheduleTimeQuery(medicationID, minuteOfDay: minute))
@@ -68,16 +70,17 @@ public struct DoseRecord: Endpoint {
             let record = DoseRecordBody(
                 id: storedID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
                 takenAt: recordedTakenAt, recordingGroupID: groupID)
-            guard !written[inserted].isEmpty else { return .init((record, 0)) }
-            return .init((record, 1), owing: owed)
+            guard !written[inserted].isEmpty else { return .unchanged(record) }
+            return .recorded(record, owing: owed)
         }
-        let (record, updatedCount) = recorded
-        context.logger.info(
-            "dose recorded",
-            metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
         // Respond, then send the push the recording owes (none for a repeat): the caller never waits for FCM.
-        try respond(RecordResponse(record: record, updatedCount: updatedCount))
-        push.dispatch()
+        return try writer.respond(recorded) { record, recordedNow in
+            let updatedCount = recordedNow ? 1 : 0
+            context.logger.info(
+                "dose recorded",
+                metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
+            return RecordResponse(record: record, updatedCount: updatedCount)
+        }
     }
 
     /// A body that passed validation.

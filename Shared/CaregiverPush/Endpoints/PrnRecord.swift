@@ -14,7 +14,7 @@ import FoundationEssentials
 /// send the key) is a repeat too: the request is given a key derived from the patient, the body as sent and the
 /// window it arrived in (docs/behaviour.md#prn-retry).
 public struct PrnRecord: Endpoint {
-    public let functionName = "prn-record"
+    public static let function = FunctionName.prnRecord
     public let method = "POST"
 
     /// A keyless request repeats an earlier one with the same body that arrived less than this long before it
@@ -28,9 +28,9 @@ public struct PrnRecord: Endpoint {
     public init() {}
 
     public func handle(
-        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
-    ) throws {
-        let principal = try context.authenticator.authenticate(request, context: context)
+        _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<RecordResponse<PRNRecordBody>>
+    ) throws -> Responded {
+        let principal = try context.authenticate(request)
         let fields = try Self.validate(
             RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
             now: context.now)
@@ -50,17 +50,17 @@ public struct PrnRecord: Endpoint {
 
         // One recording transaction: what the checks read, what is written, COMMIT — three round trips (a repeat
         // of a key: two).
-        let (response, push) = try RecordingTransaction.run(
-            access, source: .prnRecord, context: context, lock: lock.map { (namespace: $0.0, key: $0.1) }
-        ) {
-            transaction -> RecordingTransaction.Recording<RecordResponse<PRNRecordBody>> in
+        let recorded = try RecordingTransaction.run(
+            access, source: .prnRecord, database: context.database, configuration: context.configuration,
+            logger: context.logger, lock: lock.map { (namespace: $0.0, key: $0.1) }
+        ) { transaction -> Recorded<RecordResponse<PRNRecordBody>> in
             var reads = transaction.flight()
             let earlierQuery = Self.recordedQuery(keys: keys.repeats, patientID: access.patientID)
             let earlierRead = reads.add(earlierQuery)
             let medicationRead = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
             let read = try transaction.run(reads)
             if let earlier = read[earlierRead].first {
-                return .init(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
+                return .unchanged(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
             }
             let medication = try Medication.found(read[medicationRead], id: medicationID)
             guard medication.isPRN else {
@@ -102,15 +102,14 @@ public struct PrnRecord: Endpoint {
                 guard let earlier = written[earlierWritten].first else {
                     throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row")
                 }
-                return .init(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
+                return .unchanged(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
             }
             let record = try Self.body(inserted, patientID: access.patientID)
             context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
-            return .init(RecordResponse(record: record.record, updatedCount: 1), owing: owed)
+            return .recorded(RecordResponse(record: record.record, updatedCount: 1), owing: owed)
         }
         // Respond, then send the push the dose owes (none for a repeat of its key).
-        try respond(response)
-        push.dispatch()
+        return try writer.respond(recorded) { response, _ in response }
     }
 
     /// A body (and `Idempotency-Key`) that passed validation.

@@ -16,16 +16,28 @@ import FoundationEssentials
 /// (FCM said the token is gone) and show push as OFF with the reason. It is a mode of this endpoint rather than a
 /// route of its own so that the function table keeps one function per device operation.
 public struct PushRegister: Endpoint {
-    public let functionName = "push-register"
+    public static let function = FunctionName.pushRegister
     public let method = "POST"
 
     public init() {}
 
+    /// The answer: `{"ok": true}` for a registration, the device's status for `statusOnly`.
+    public enum Response: Encodable, Sendable {
+        case registered
+        case status(StatusBody)
+
+        public func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .registered: try OKBody().encode(to: encoder)
+            case .status(let body): try body.encode(to: encoder)
+            }
+        }
+    }
+
     public func handle(
-        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
-    ) throws {
-        let caregiverID = try context.authenticator
-            .authenticate(request, context: context).requireCaregiver()
+        _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<Response>
+    ) throws -> Responded {
+        let caregiverID = try context.authenticate(request).requireCaregiver()
         let body = try RequestBody(request)
         let registration = try Self.validate(body)
         if try Self.isStatusOnly(body) {
@@ -37,8 +49,7 @@ public struct PushRegister: Endpoint {
                     "push.token_hash": .string(SHA256.hexPrefix(of: registration.token)),
                     "push.found": .stringConvertible(status != nil),
                 ])
-            try respond(StatusBody(device: status))
-            return
+            return try writer.respond(.status(StatusBody(device: status)))
         }
         let result = try PushDeviceRegistry(connection: context.database.connection())
             .register(
@@ -53,7 +64,7 @@ public struct PushRegister: Endpoint {
                 "push.reassigned": .stringConvertible(result.reassigned),
                 "push.over_cap": .stringConvertible(result.overCap),
             ])
-        try respond(OKBody())
+        return try writer.respond(.registered)
     }
 
     /// `statusOnly`, read after ``validate(_:)`` has accepted the rest.
@@ -65,12 +76,12 @@ public struct PushRegister: Endpoint {
     }
 
     /// The answer of a `statusOnly` request; `device` is `null` when the caregiver has no device with the token.
-    struct StatusBody: Encodable, Sendable {
+    public struct StatusBody: Encodable, Sendable {
         let device: PushDeviceRegistry.DeviceStatus?
 
         enum CodingKeys: String, CodingKey { case ok, device }
 
-        func encode(to encoder: any Encoder) throws {
+        public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(true, forKey: .ok)
             try container.encode(device, forKey: .device)

@@ -7,16 +7,15 @@ import FoundationEssentials
 /// Body `{token}` → 200 `{"ok": true}`, also when nothing matched: the device is soft-disabled (`USER_DISABLED`),
 /// never deleted, and only the caller's own row can be touched.
 public struct PushUnregister: Endpoint {
-    public let functionName = "push-unregister"
+    public static let function = FunctionName.pushUnregister
     public let method = "POST"
 
     public init() {}
 
     public func handle(
-        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
-    ) throws {
-        let caregiverID = try context.authenticator
-            .authenticate(request, context: context).requireCaregiver()
+        _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<OKBody>
+    ) throws -> Responded {
+        let caregiverID = try context.authenticate(request).requireCaregiver()
         let token = try Self.validate(RequestBody(request))
         let disabled = try PushDeviceRegistry(connection: context.database.connection())
             .unregister(token: token, caregiverID: caregiverID)
@@ -25,7 +24,7 @@ public struct PushUnregister: Endpoint {
             metadata: [
                 "push.token_hash": .string(SHA256.hexPrefix(of: token)), "push.disabled": .stringConvertible(disabled),
             ])
-        try respond(OKBody())
+        return try writer.respond(OKBody())
     }
 
     /// Checks the body (422 when `token` is missing or invalid) and returns the device token.
@@ -36,4 +35,10 @@ public struct PushUnregister: Endpoint {
         guard let identity else { throw .validation(fields.errors) }
         return identity.text
     }
+}
+
+/// `{"ok": true}`, the answer of the device endpoints.
+public struct OKBody: Codable, Sendable, Equatable {
+    public let ok: Bool
+    public init() { ok = true }
 }

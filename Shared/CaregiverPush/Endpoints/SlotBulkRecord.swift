@@ -7,7 +7,7 @@ import FoundationEssentials
 /// scheduled medication of the patient with a schedule time in that slot on that date and not yet recorded, in one
 /// transaction, under one new `recordingGroupId` (null when nothing was recorded).
 public struct SlotBulkRecord: Endpoint {
-    public let functionName = "slot-bulk-record"
+    public static let function = FunctionName.slotBulkRecord
     public let method = "POST"
     /// First key of the advisory lock that serialises bulk recordings of one patient's slot.
     static let lockNamespace = 0x534C_4F54  // "SLOT"
@@ -15,9 +15,9 @@ public struct SlotBulkRecord: Endpoint {
     public init() {}
 
     public func handle(
-        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
-    ) throws {
-        let principal = try context.authenticator.authenticate(request, context: context)
+        _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<SlotRecordResponse>
+    ) throws -> Responded {
+        let principal = try context.authenticate(request)
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
 
@@ -29,9 +29,10 @@ public struct SlotBulkRecord: Endpoint {
         // the lock, so the group is recorded by one of them, whole; for a caregiver the lock is taken in one
         // statement with the link check (no lock without a link), and the doses are read after it.
         let lock = (namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)")
-        let (records, push) = try RecordingTransaction.run(
-            access, source: .slotBulkRecord, context: context, lock: lock
-        ) { transaction -> RecordingTransaction.Recording<[DoseRecordBody]> in
+        let recorded = try RecordingTransaction.run(
+            access, source: .slotBulkRecord, database: context.database, configuration: context.configuration,
+            logger: context.logger, lock: lock
+        ) { transaction -> Recorded<[DoseRecordBody]> in
             var reads = transaction.flight()
             let scheduled = reads.add(Medication.scheduledDosesQuery(patientID: access.patientID, on: date))
             let read = try transaction.run(reads)
@@ -40,7 +41,7 @@ public struct SlotBulkRecord: Endpoint {
                 guard Slot(minuteOfDay: dose.minuteOfDay) == slot else { return nil }
                 return (dose.medicationID, DoseRules.scheduledInstant(date: date, minuteOfDay: dose.minuteOfDay))
             }
-            guard !doses.isEmpty else { return .init([]) }
+            guard !doses.isEmpty else { return .unchanged([]) }
             var inserts = transaction.flight()
             let insertOf = doses.map { dose in
                 inserts.add(
@@ -65,7 +66,7 @@ public struct SlotBulkRecord: Endpoint {
                             recordingGroupID: groupID))
                 }
             }
-            guard !records.isEmpty else { return .init(records) }
+            guard !records.isEmpty else { return .unchanged(records) }
             // The push the group owes commits with it: one event for the whole group.
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
@@ -73,15 +74,15 @@ public struct SlotBulkRecord: Endpoint {
             var outbox = transaction.flight()
             let owed = transaction.enqueuePush(event, in: &outbox, ifRecorded: nil)
             try transaction.run(outbox)
-            return .init(records, owing: owed)
+            return .recorded(records, owing: owed)
         }
-        context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
-        let response = SlotRecordResponse(
-            recordingGroupId: records.isEmpty ? nil : groupID.text, updatedCount: records.count,
-            records: records)
         // Respond, then send the push the group owes (none when nothing was recorded).
-        try respond(response)
-        push.dispatch()
+        return try writer.respond(recorded) { records, _ in
+            context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
+            return SlotRecordResponse(
+                recordingGroupId: records.isEmpty ? nil : groupID.text, updatedCount: records.count,
+                records: records)
+        }
     }
 
     /// A body that passed validation.

@@ -1,75 +1,16 @@
 import Codecs
+import OpenSSLCrypto
 import FoundationEssentials
 import PushPayloadContract
 
-/// A TAKEN dose to tell caregivers about: everything the push needs, and nothing else — no medication, no dose.
-public struct DoseTakenEvent: Sendable, Equatable {
-    public let patientID: AppID
-    /// The dose's Tokyo date, `YYYY-MM-DD`.
-    public let date: String
-    public let slot: Slot
-    /// Set for slot-bulk recordings: one event for the whole group.
-    public let recordingGroupID: AppID?
-    public let takenAt: Date
-    /// Whether every dose of the event was taken within its window (docs/behaviour.md#on-time): a slot recording's
-    /// doses all, two single doses merged into one event both.
-    public let withinTime: Bool
-    /// The caregiver who recorded it, who is not told about their own action; `nil` when the patient recorded.
-    public let actingCaregiverID: UUID?
-    /// Who recorded the event's doses (`data.recordedBy`).
-    public let recorder: DoseRecorder
-
-    public init(
-        patientID: AppID, date: String, slot: Slot, recordingGroupID: AppID?, takenAt: Date, withinTime: Bool,
-        actingCaregiverID: UUID?
-    ) {
-        self.init(
-            storedKey: Self.eventKey(
-                patientID: patientID, date: date, slot: slot, group: recordingGroupID, takenAt: takenAt),
-            patientID: patientID, date: date, slot: slot, recordingGroupID: recordingGroupID, takenAt: takenAt,
-            withinTime: withinTime, actingCaregiverID: actingCaregiverID)
-    }
-
-    /// An event as the outbox stored it: its key is the stored one, whatever the fields would compute today.
-    init(
-        storedKey: String, patientID: AppID, date: String, slot: Slot, recordingGroupID: AppID?, takenAt: Date,
-        withinTime: Bool, actingCaregiverID: UUID? = nil, recorder: DoseRecorder? = nil
-    ) {
-        self.recorder = recorder ?? (actingCaregiverID == nil ? .patient : .caregiver)
-        self.patientID = patientID
-        self.date = date
-        self.slot = slot
-        self.recordingGroupID = recordingGroupID
-        self.takenAt = takenAt
-        self.withinTime = withinTime
-        self.actingCaregiverID = actingCaregiverID
-        self.eventKey = storedKey
-    }
-
-    /// An as-needed (PRN) dose: an event of its own, keyed by its record (`doseTaken:prn:{recordID}`), never merged
-    /// with a slot's. Its date and slot are those of `takenAt` in Tokyo; it is never within time.
-    public static func prn(recordID: AppID, patientID: AppID, takenAt: Date, actingCaregiverID: UUID?) -> Self {
-        Self(
-            storedKey: "doseTaken:prn:\(recordID)", patientID: patientID,
-            date: TokyoClock.dateString(of: takenAt), slot: Slot(instant: takenAt), recordingGroupID: nil,
-            takenAt: takenAt, withinTime: false, actingCaregiverID: actingCaregiverID)
-    }
-
-    /// The de-duplication key (docs/behaviour.md#event-key): `doseTaken:{group}` for a slot recording,
-    /// `doseTaken:prn:{record}` for a PRN dose (``prn(recordID:patientID:takenAt:actingCaregiverID:)``), or for a
-    /// single scheduled dose `doseTaken:{patient}:{date}:{slot}:{HH:mm}` — the dose's Tokyo date and slot and the
-    /// Tokyo minute of `takenAt`, which two single doses of one slot taken in one minute share. The primary key of
-    /// `push_events`.
-    public let eventKey: String
-
-    private static func eventKey(patientID: AppID, date: String, slot: Slot, group: AppID?, takenAt: Date) -> String {
-        if let group { return "doseTaken:\(group)" }
-        return
-            "doseTaken:\(patientID):\(date):\(slot.rawValue):\(TokyoClock.hourMinute(takenAt))"
-    }
-
+extension DoseTakenEvent {
     /// The APNs collapse id: the first 32 hex digits of SHA-256(event key), so a duplicate shows as one.
     public var collapseID: String { Self.collapseID(of: eventKey) }
+
+    /// The APNs collapse id of an event key (docs/behaviour.md#payload).
+    static func collapseID(of eventKey: String) -> String {
+        String(Hex.encode(SHA256.hash(Array(eventKey.utf8))).prefix(32))
+    }
 }
 
 /// The FCM HTTP v1 message for one device (docs/behaviour.md#payload). The `data` keys and `type` come from

@@ -22,53 +22,12 @@ import Logging
 /// Nothing is thrown: this runs after the response. Whatever goes wrong leaves deliveries `PENDING` or leased, and a
 /// lease runs out: the sweep finishes the job.
 public struct PushDispatcher {
-    /// Attempts per device within one lease, the first included (the Admin SDKs retry 4 times).
-    static let maxAttemptsPerLease = 5
-    /// First back-off; doubled for each further attempt.
-    static let baseBackoff: TimeInterval = 0.5
-    /// The longest back-off between two leases of one delivery.
-    static let maxBackoff: TimeInterval = 300
-
     public let configuration: Configuration
     public let logger: Logger
 
     public init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-    }
-
-    /// What one dispatch (or one sweep batch) did, for logs, metrics, tests and benchmarks.
-    public struct Report: Equatable, Sendable {
-        public var leased = 0
-        public var sent = 0
-        public var disabled = 0
-        public var failed = 0
-        /// Back to `PENDING` for a later attempt.
-        public var retryScheduled = 0
-        public var connectionsOpened = 0
-        /// Leases taken (a sweep's run takes several while it sends).
-        public var leases = 0
-        /// The run stopped taking leases for a pause FCM asked for, not for want of due deliveries.
-        public var moreDue = false
-        public var skippedReason: String?
-
-        mutating func add(_ other: Report) {
-            leased += other.leased
-            sent += other.sent
-            disabled += other.disabled
-            failed += other.failed
-            retryScheduled += other.retryScheduled
-            connectionsOpened += other.connectionsOpened
-            leases += other.leases
-        }
-
-        /// Adds the push counters to an invocation's metrics.
-        func record(in metrics: InvocationMetrics?) {
-            metrics?.add(.pushSent, sent)
-            metrics?.add(.pushFailed, failed)
-            metrics?.add(.pushDisabled, disabled)
-            metrics?.add(.pushRetryScheduled, retryScheduled)
-        }
     }
 
     /// The send deadline of an invocation: `PUSH_SEND_DEADLINE_MS` from now, and never later than the host's
@@ -87,7 +46,7 @@ public struct PushDispatcher {
     public func dispatch(
         eventKey: String, database: DatabaseSession, push: PushResources, deadline: ContinuousClock.Instant,
         metrics: InvocationMetrics? = nil
-    ) -> Report {
+    ) -> DeliveryReport {
         var log = logger
         log[metadataKey: "push.event"] = .string(DoseTakenEvent.collapseID(of: eventKey))
         let report = run(
@@ -109,7 +68,7 @@ public struct PushDispatcher {
     func run(
         limit: Int, eventKey: String?, database: DatabaseSession, push: PushResources,
         deadline: ContinuousClock.Instant, logger log: Logger, continuation: Continuation? = nil
-    ) -> Report {
+    ) -> DeliveryReport {
         guard configuration.pushEnvironment != nil else {
             if configuration.fcmServiceAccountBase64 != nil || configuration.fcmServiceAccountFile != nil {
                 log.error(
@@ -118,13 +77,13 @@ public struct PushDispatcher {
             } else {
                 PushResources.logNoServiceAccount(log)
             }
-            return Report(skippedReason: "environment")
+            return DeliveryReport(skippedReason: "environment")
         }
         guard ContinuousClock.now < deadline else {
             log.warning("push deferred to the sweep: no time left before the deadline")
-            return Report(skippedReason: "deadline")
+            return DeliveryReport(skippedReason: "deadline")
         }
-        guard let provider = push.tokenProvider(logger: log) else { return Report(skippedReason: "service account") }
+        guard let provider = push.tokenProvider(logger: log) else { return DeliveryReport(skippedReason: "service account") }
         let client: CurlClient
         let accessToken: String
         do {
@@ -135,7 +94,7 @@ public struct PushDispatcher {
             log.error(
                 "push deferred to the sweep: no FCM access token",
                 metadata: ["error": .string(String(describing: error))])
-            return Report(skippedReason: "access token")
+            return DeliveryReport(skippedReason: "access token")
         }
         let opened = client.connectionsOpened
         let delivery = DeliveryRun(
@@ -168,12 +127,5 @@ public struct PushDispatcher {
     /// past the deadline.
     func mintTimeout(until deadline: ContinuousClock.Instant) -> Int {
         max(min(configuration.transactionSettings.statementTimeoutMilliseconds, (deadline - .now).milliseconds), 1)
-    }
-}
-
-extension DoseTakenEvent {
-    /// The APNs collapse id of an event key: the first 32 hex digits of its SHA-256 (docs/behaviour.md#payload).
-    static func collapseID(of eventKey: String) -> String {
-        String(Hex.encode(SHA256.hash(Array(eventKey.utf8))).prefix(32))
     }
 }

@@ -358,32 +358,27 @@ private func accessToken(_ key: JWTSigningKey, issued: Date = Date()) throws -> 
     try JWTSigner.sign(claims: claims(issued: issued), using: key)
 }
 
-/// One `FunctionHandler` for many invocations: a warm process, whose clock the test sets. Unchecked: a test hands
+/// One `EndpointHandler` for many invocations: a warm process, whose clock the test sets. Unchecked: a test hands
 /// each one to one thread at a time, as a process serves one invocation at a time.
 private final class WarmFunction: @unchecked Sendable {
-    let handler: FunctionHandler<PushRegister>
-    let database: DatabaseSession
-    let push: PushResources
+    let handler: EndpointHandler<PushRegister>
 
     init(environment: [String: String]) {
         _ = TestDatabase.migrated
         let configuration = Configuration(environment: environment)
-        handler = FunctionHandler(
-            endpoint: PushRegister(), configuration: configuration,
-            logger: CapturedLog().logger(function: "push-register"))
-        database = DatabaseSession(configuration: configuration)
-        push = PushResources(configuration: configuration)
+        handler = EndpointHandler(
+            PushRegister(),
+            service: CaregiverService(
+                configuration: configuration, logger: CapturedLog().logger(function: "push-register")))
     }
 
-    deinit { database.close() }
+    deinit { handler.service.close() }
 
     func register(_ token: String, at now: Date) throws -> Int {
         let event = makeEvent(bearer: token, body: RemoteJWKSTests.body())
-        let resources = FunctionResources(database: database, push: push)
         var status = 0
-        handler.handle(InvocationInput(eventBytes: Array(event), now: now), resources: resources) {
-            status = $0.statusCode
-        }
+        let writer = ResponseWriter<APIGatewayV2Response>.inMemory(logger: handler.logger) { status = $0.statusCode }
+        handler.handle(InvocationInput(eventBytes: Array(event), now: now), writer: writer)
         return status
     }
 }

@@ -34,7 +34,7 @@ struct DeliveryRunTests {
         /// run that keeps leasing until then.
         func run(
             deadline: Duration, batchSize: Int = 500, runDeadline: Duration? = nil
-        ) -> PushDispatcher.Report {
+        ) -> DeliveryReport {
             var logger = Logger(label: "delivery-run")
             logger.logLevel = .critical
             let continuation = runDeadline.map {
@@ -136,7 +136,7 @@ struct DeliveryRunTests {
     func pauseBeforeLeasing() throws {
         let world = World(tokens: ["a"]) { _ in .sent() }
         world.fcm.throttle(until: world.clock.at(.seconds(3)))
-        #expect(world.run(deadline: .seconds(2)) == PushDispatcher.Report(skippedReason: "throttled"))
+        #expect(world.run(deadline: .seconds(2)) == DeliveryReport(skippedReason: "throttled"))
         #expect(world.queue.leases.isEmpty && world.fcm.received.isEmpty)
 
         #expect(world.run(deadline: .seconds(10)).sent == 1)

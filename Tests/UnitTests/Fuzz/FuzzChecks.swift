@@ -60,14 +60,14 @@ public enum EnvelopeCheck {
     static let possibleStatuses: Set<Int> = [200, 400, 404, 405, 413, 415, 422]
 
     public static func check(_ event: [UInt8]) throws(InvariantViolation) {
-        let handler = FunctionHandler(
-            endpoint: ValidationOnlyEndpoint(), configuration: configuration, logger: FuzzFixture.silentLogger)
-        let database = DatabaseSession(url: configuration.databaseURL)
+        let handler = EndpointHandler(
+            ValidationOnlyEndpoint(),
+            service: CaregiverService(configuration: configuration, logger: FuzzFixture.silentLogger))
         var responses: [APIGatewayV2Response] = []
-        handler.handle(
-            InvocationInput(eventBytes: event, now: FuzzFixture.now),
-            resources: FunctionResources(database: database, push: PushResources(configuration: configuration))
-        ) { responses.append($0) }
+        let writer = ResponseWriter<APIGatewayV2Response>.inMemory(logger: FuzzFixture.silentLogger) {
+            responses.append($0)
+        }
+        handler.handle(InvocationInput(eventBytes: event, now: FuzzFixture.now), writer: writer)
         guard let response = responses.first, responses.count == 1 else {
             throw InvariantViolation("\(responses.count) responses to one invocation")
         }
@@ -133,15 +133,16 @@ public enum EnvelopeCheck {
 /// `token-verifier` target covers it, and a patient session needs the database). The principal's kind follows
 /// the token's form, so patient and caregiver validation are both reached.
 struct ValidationOnlyEndpoint: Endpoint {
-    let functionName = "fuzz-envelope"
+    /// A stand-in for all five: the log's `function` is push-register's.
+    static let function = FunctionName.pushRegister
     let method = "POST"
 
     /// A validator postcondition failed: not a problem, so the envelope answers 500 and the check reports it.
     struct PostconditionFailure: Error {}
 
     func handle(
-        _ request: FunctionRequest, context: InvocationContext, respond: (any Encodable & Sendable) throws -> Void
-    ) throws {
+        _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<OKBody>
+    ) throws -> Responded {
         guard let route = FuzzRoute(path: request.path) else { throw Problem.notFound("No such route.") }
         let token = Authenticator.bearerToken(request.header("authorization"))
         let isPatient = token?.hasPrefix(PatientSessionToken.prefix) == true
@@ -152,7 +153,7 @@ struct ValidationOnlyEndpoint: Endpoint {
                 : .caregiver(id: FuzzFixture.caregiverID),
             now: context.now)
         guard broken.isEmpty else { throw PostconditionFailure() }
-        try respond(OKBody())
+        return try writer.respond(OKBody())
     }
 }
 
@@ -266,7 +267,7 @@ public enum ValidatorCheck {
         do {
             let request = try FunctionRequest(
                 event: event, method: "POST", requestID: "fuzz",
-                bodyLimit: FunctionHandler<ValidationOnlyEndpoint>.bodyLimit)
+                bodyLimit: EndpointHandler<ValidationOnlyEndpoint>.bodyLimit)
             let body = try RequestBody(request)
             try checkRoundTrip(body)
             let broken = try route.validate(

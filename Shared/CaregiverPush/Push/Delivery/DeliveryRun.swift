@@ -75,7 +75,7 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
     private var reMinted = false
     /// No further lease: nothing more due, the time is up, or a lease failed.
     private var exhausted: Bool
-    private var report = PushDispatcher.Report()
+    private var report = DeliveryReport()
 
     init(
         transport: Transport, store: Store, clock: Clock, settings: Settings, accessToken: String, logger: Logger,
@@ -96,22 +96,22 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
     /// first lease, the continuation's run deadline for the run. A pause FCM asked for is waited out first, and
     /// nothing is leased when it outlasts `deadline`.
     /// - Returns: the counts; `moreDue` when leasing stopped for a pause rather than for want of due deliveries.
-    func run(deadline: ContinuousClock.Instant) -> PushDispatcher.Report {
+    func run(deadline: ContinuousClock.Instant) -> DeliveryReport {
         if let pausedUntil = transport.pausedUntil, pausedUntil > clock.now {
             // FCM asked this sender to pause (429 with Retry-After): lease nothing before the pause is over, and
             // nothing at all when it outlasts the deadline — the deliveries stay due for whoever comes next.
             guard pausedUntil < deadline else {
                 logger.warning("push deferred: FCM asked this sender to pause past the deadline")
-                return PushDispatcher.Report(skippedReason: "throttled")
+                return DeliveryReport(skippedReason: "throttled")
             }
             clock.sleep(until: pausedUntil)
         }
         guard let first = lease(orLog: "push deferred to the sweep: deliveries could not be leased") else {
-            return PushDispatcher.Report(skippedReason: "lease")
+            return DeliveryReport(skippedReason: "lease")
         }
         guard !first.deliveries.isEmpty else {
             logger.info("push has nothing due")
-            return PushDispatcher.Report()
+            return DeliveryReport()
         }
         hold(token: first.token, deliveries: first.deliveries, deadline: deadline)
         topUp()
@@ -208,13 +208,13 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
     private func recordLease(_ lease: Int) {
         let held = leases[lease]
         let outcomes = progress[held.first..<(held.first + held.count)].map(\.outcome)
-        var leaseReport = PushDispatcher.Report(leased: held.count, leases: 1)
+        var leaseReport = DeliveryReport(leased: held.count, leases: 1)
         tally(outcomes, into: &leaseReport)
         store.record(outcomes, lease: held.token)
         report.add(leaseReport)
     }
 
-    private func tally(_ outcomes: [DeliveryOutcome], into report: inout PushDispatcher.Report) {
+    private func tally(_ outcomes: [DeliveryOutcome], into report: inout DeliveryReport) {
         for outcome in outcomes {
             switch outcome.status {
             case .sent: report.sent += 1

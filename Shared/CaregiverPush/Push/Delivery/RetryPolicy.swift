@@ -9,9 +9,16 @@ import FoundationEssentials
 /// How often and how late a delivery is tried again (docs/behaviour.md#sending-retries): within one lease at most
 /// ``maxAttemptsPerLease`` attempts, spaced by an exponential back-off with jitter; between leases the next back-off.
 struct RetryPolicy {
-    var maxAttemptsPerLease = PushDispatcher.maxAttemptsPerLease
-    var baseBackoff = PushDispatcher.baseBackoff
-    var maxBackoff = PushDispatcher.maxBackoff
+    /// Attempts per device within one lease, the first included (the Admin SDKs retry 4 times).
+    static let maxAttemptsPerLease = 5
+    /// First back-off; doubled for each further attempt.
+    static let baseBackoff: TimeInterval = 0.5
+    /// The longest back-off between two leases of one delivery.
+    static let maxBackoff: TimeInterval = 300
+
+    var maxAttemptsPerLease = Self.maxAttemptsPerLease
+    var baseBackoff = Self.baseBackoff
+    var maxBackoff = Self.maxBackoff
     /// Where in its random half a back-off falls, from 0 to 1: random in production, fixed in the unit tests.
     var jitter: () -> Double = { Double.random(in: 0...1) }
 

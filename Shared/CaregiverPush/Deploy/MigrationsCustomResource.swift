@@ -2,7 +2,7 @@ import Codecs
 import Libpq
 import Curl
 import FunctionRuntime
-import CaregiverPush
+import Migrations
 import FoundationEssentials
 import Logging
 
@@ -21,10 +21,12 @@ import Logging
 /// seconds instead of stalling every request queued behind the DDL's lock; a database that stops answering
 /// altogether is given up on by the client (``answerGrace``); and the answer goes only to
 /// CloudFormation's own pre-signed S3 hosts in the function's own region (``isCloudFormationResponseURL(_:region:)``).
-public struct MigrationsCustomResource: InvocationHandling {
-    public let functionName = "db-migrate"
-    public let configuration: Configuration
-    public let logger: Logger
+public final class MigrationsCustomResource: InvocationHandler {
+    public let functionName = FunctionName.dbMigrate.rawValue
+    /// The process's configuration (secrets read at run time renewed between invocations) and log.
+    public let service: CaregiverService
+    public var configuration: Configuration { service.configuration }
+    public var logger: Logger { service.logger }
     /// Where the `NNNNNN_name.up.sql` files are.
     public let migrationsDirectory: URL
     /// `CUSTOM_RESOURCE_RESPONSE_ORIGIN`: one more origin (`http://127.0.0.1:PORT`) an answer may go to — the local
@@ -54,14 +56,22 @@ public struct MigrationsCustomResource: InvocationHandling {
     static let lockAttempts = 3
 
     public init(
+        service: CaregiverService, migrationsDirectory: URL, extraResponseOrigin: String? = nil, region: String? = nil
+    ) {
+        self.region = region.flatMap { $0.isEmpty ? nil : $0 }
+        self.service = service
+        self.migrationsDirectory = migrationsDirectory
+        self.extraResponseOrigin = extraResponseOrigin.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// For tests and in-process hosts: over `configuration`, logging to `logger`, reading no secret.
+    public convenience init(
         configuration: Configuration, logger: Logger, migrationsDirectory: URL, extraResponseOrigin: String? = nil,
         region: String? = nil
     ) {
-        self.region = region.flatMap { $0.isEmpty ? nil : $0 }
-        self.configuration = configuration
-        self.logger = logger
-        self.migrationsDirectory = migrationsDirectory
-        self.extraResponseOrigin = extraResponseOrigin.flatMap { $0.isEmpty ? nil : $0 }
+        self.init(
+            service: CaregiverService(configuration: configuration, logger: logger), migrationsDirectory: migrationsDirectory,
+            extraResponseOrigin: extraResponseOrigin, region: region)
     }
 
     /// `MIGRATIONS_DIR` when set; else `migrations/` in `LAMBDA_TASK_ROOT` (where Lambda unpacks the zip); else
@@ -88,7 +98,7 @@ public struct MigrationsCustomResource: InvocationHandling {
     }
 
     /// The body CloudFormation reads from `ResponseURL`.
-    struct Response: Encodable {
+    struct CloudFormationResponse: Encodable {
         var status: String
         var reason: String
         var physicalResourceID: String
@@ -113,16 +123,14 @@ public struct MigrationsCustomResource: InvocationHandling {
 
     public var metricsNamespace: String { configuration.metricsNamespace }
 
-    public func release(_ resources: FunctionResources) {
-        resources.release()
-    }
-
     /// Applies the migrations and answers CloudFormation, then answers the host once with the summary.
-    public func handle(
-        _ input: InvocationInput, resources: FunctionResources, respond: (AnyDocument) throws -> Void
-    ) {
+    public func willInvoke() { service.renewIfPastGrace() }
+    public func didInvoke(deadline: ContinuousClock.Instant?) { service.renewIfDue(deadline: deadline) }
+    public func finish() { service.close() }
+
+    public func handle(_ input: InvocationInput, writer: ResponseWriter<AnyDocument>) {
         // A response the host could not deliver is the host's to log; CloudFormation has had its answer.
-        try? respond(summary(of: input))
+        try? writer.write(summary(of: input))
     }
 
     private func summary(of input: InvocationInput) -> AnyDocument {
@@ -202,8 +210,8 @@ public struct MigrationsCustomResource: InvocationHandling {
     /// - Parameter workUntil: when the migrations must have finished or failed, so that the answer still fits.
     func outcome(
         of request: Request, workUntil: ContinuousClock.Instant, logger: Logger
-    ) -> (Response, [String]) {
-        var response = Response(
+    ) -> (CloudFormationResponse, [String]) {
+        var response = CloudFormationResponse(
             status: "FAILED", reason: "", physicalResourceID: request.physicalResourceID ?? Self.physicalResourceID,
             stackID: request.stackID ?? "", requestID: request.requestID ?? "",
             logicalResourceID: request.logicalResourceID ?? "")
@@ -360,7 +368,7 @@ public struct MigrationsCustomResource: InvocationHandling {
     /// PUTs `response` to the pre-signed URL (empty `Content-Type`, as its signature expects); three tries, none
     /// past `answerBy` less a second. Returns whether S3 took it.
     func respond(
-        _ response: Response, to url: String, answerBy: ContinuousClock.Instant, logger: Logger
+        _ response: CloudFormationResponse, to url: String, answerBy: ContinuousClock.Instant, logger: Logger
     ) -> Bool {
         var response = response
         let encoder = JSONCoding.encoder()
@@ -399,5 +407,17 @@ public struct MigrationsCustomResource: InvocationHandling {
             if attempt < 3, answerBy - .now > .seconds(attempt + 2) { ThreadSleep.sleep(for: .seconds(attempt)) }
         }
         return false
+    }
+}
+
+extension RuntimeLogin {
+    /// `db-migrate`'s: `nil` when its configuration names no runtime connection.
+    /// - Throws: ``Failure`` naming `RUNTIME_DATABASE_SECRET_ARN` when that secret could not be read or understood.
+    init?(configuration: Configuration) throws(Failure) {
+        if let error = configuration.errors.first(where: { $0.variable == "RUNTIME_DATABASE_SECRET_ARN" }) {
+            throw Failure(description: "RUNTIME_DATABASE_SECRET_ARN \(error.reason)")
+        }
+        guard let url = configuration.runtimeDatabaseURL else { return nil }
+        try self.init(runtimeConnection: url)
     }
 }

@@ -1,5 +1,6 @@
 import Codecs
 import FoundationEssentials
+import FunctionRuntime
 
 /// A request body that has passed the generic checks: JSON content type (else 415), one well-formed JSON document
 /// without duplicate member names (else 400), and an object (else 400). Fields are then read through a
@@ -109,5 +110,28 @@ extension FieldValidator {
             return nil
         }
         return (date, text)
+    }
+}
+
+// The fields every endpoint reads the same way: a flag and an id of one of the app's rows.
+
+extension FieldValidator {
+    /// An optional boolean; absent or `null` is `false`, anything but `true`/`false` records "`field` must be a
+    /// boolean".
+    mutating func flag(_ field: String) -> Bool {
+        guard let value = members[field], value != .null else { return false }
+        guard case .bool(let flag) = value else {
+            reject(field, "\(field) must be a boolean")
+            return false
+        }
+        return flag
+    }
+
+    /// An id of one of the app's rows (``AppID``); a present string that is not one records "`field` must be an id".
+    mutating func appID(_ field: String, required: Bool) -> AppID? {
+        string(
+            field, required: required,
+            invalidMessage: "\(field) must be an id (1 to \(AppID.maximumLength) letters, digits, '-', '_', '.' or ':')"
+        ) { AppID($0) != nil }.flatMap(AppID.init)
     }
 }
