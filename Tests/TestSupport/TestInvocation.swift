@@ -105,7 +105,8 @@ package func invoke(
 /// it.
 package func invokeInProcess(
     _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(), now: Date = Date(),
-    prepare: (DatabaseSession) throws -> Void = { _ in }, inspect: (DatabaseSession) throws -> Void = { _ in }
+    prepare: (DatabaseSession) throws -> Void = { _ in },
+    inspect: @escaping (DatabaseSession) throws -> Void = { _ in }
 ) throws -> Invocation {
     _ = TestDatabase.migrated
     let captured = CapturedLog()
@@ -116,10 +117,8 @@ package func invokeInProcess(
     defer { database.close() }
     try prepare(database)
     var inspected: Result<Void, any Error> = .success(())
-    let writer = withoutActuallyEscaping(inspect) { inspect in
-        ResponseWriter<APIGatewayV2Response>.inMemory(logger: service.logger) { _ in
-            inspected = Result { try inspect(database) }
-        }
+    let writer = ResponseWriter<APIGatewayV2Response>.inMemory(logger: service.logger) { _ in
+        inspected = Result { try inspect(database) }
     }
     handler.handle(InvocationInput(eventBytes: Array(event), now: now), writer: writer)
     try inspected.get()
