@@ -159,8 +159,8 @@ run_tests() {
     if [ "$#" -eq 0 ]; then
         phase release-check scripts/release-check.sh
     fi
-    # Whole runs: the container image from the zips just built (and a release runner), started from its own root
-    # file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
+    # Whole runs: the container image from the zips just built (and the gateway's release build), started from its
+    # own root file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
     if [ "$#" -eq 0 ]; then
         IMAGE_REUSE_ZIPS=1 phase image-check scripts/image-check.sh
     fi
