@@ -69,7 +69,7 @@ minroot: deps
 	scripts/minroot.sh
 
 ## make image: the container image (infra/docker/Dockerfile) with buildah, from the release artifacts (the zips of
-## make release and a release runner), on the local minroot unless IMAGE_BASE names another base (e.g.
+## make release and the gateway's release build), on the local minroot unless IMAGE_BASE names another base (e.g.
 ## IMAGE_BASE=debian:12.11-slim); tagged IMAGE_TAG (localhost/caregiver-push:latest). docs/deploy.md.
 image: deps
 	scripts/image.sh

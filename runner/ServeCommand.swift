@@ -7,9 +7,9 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve the function table over HTTP, invoking the built functions cold or warm.",
         discussion: """
-            Environment: passed on to every function, which reads DATABASE_URL, SUPABASE_JWT_SECRET or \
-            SUPABASE_JWKS, PUSH_ENVIRONMENT, FCM_SERVICE_ACCOUNT_JSON and the PUSH_*/DATABASE_* bounds \
-            (docs/deploy.md, "Secrets and configuration"). With --fcm-emulator the runner sets \
+            Environment: passed on to every function, which reads DATABASE_URL, SUPABASE_JWT_SECRET, SUPABASE_JWKS \
+            or SUPABASE_JWKS_URL, PUSH_ENVIRONMENT, FCM_SERVICE_ACCOUNT_JSON and the PUSH_*/DATABASE_* bounds \
+            (docs/behaviour.md#configuration). With --fcm-emulator the runner sets \
             FCM_SERVICE_ACCOUNT_JSON and FCM_API_BASE_URL itself (and PUSH_ENVIRONMENT=DEV unless set). AWS_REGION \
             names the region of scheduled events. For a dev secret, `make dev`'s lives in .data/dev-jwt-secret. \
             The image ships `gateway serve`, which takes the same options but --fcm-emulator.

@@ -8,7 +8,7 @@ struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a caregiver token: HS256 with SUPABASE_JWT_SECRET, or ES256 with `runner dev`'s key.",
         discussion: """
-            Environment: SUPABASE_JWT_SECRET (at least 32 characters) for HS256. The `make dev` stack's secret lives \
+            Environment: SUPABASE_JWT_SECRET (at least 32 bytes) for HS256. The `make dev` stack's secret lives \
             in .data/dev-jwt-secret: SUPABASE_JWT_SECRET="$(cat .data/dev-jwt-secret)" runner token. Its ES256 key \
             lives in .data/dev-jwt-es256.pem: runner token --algorithm ES256 (run from the repository root).
             """)

@@ -3,7 +3,8 @@
 # code, under `runner dev` (cold mode, its source watcher), for an endpoint file (Functions/PushRegister/main.swift:
 # one function relinks) and a shared file (Shared/CaregiverPush/Function/CaregiverFunction.swift: the CaregiverPush
 # module recompiles and every function relinks); then where that time goes. Writes BENCH_DEV_OUTPUT (default
-# docs/benchmarks-dev.md).
+# docs/benchmarks-dev.md; then the figures README.md and docs/development.md quote from it are rewritten:
+# scripts/doc-figures.py --write).
 #
 # Each edit makes the function log a marker of its own when it starts; a request is sent every 50 ms with its own
 # x-request-id, and the first whose function logged the new marker is the first response with the new code.
@@ -158,3 +159,7 @@ read -r module first rest noop < <(python3 -c "print(f'{$t1 - $t0:.1f} {$t2 - $t
     echo "| \`swift build --product push-register\` with nothing to do (planning alone) | $noop |"
 } >"$output"
 cat "$output"
+# The figures README.md and docs/development.md quote from it, rewritten from this run (make test checks them).
+if [ "$output" = docs/benchmarks-dev.md ]; then
+    python3 scripts/doc-figures.py --write
+fi

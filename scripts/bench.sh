@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: release build, a throwaway PostgreSQL (and PgBouncer in front of it), then the benchmarks, which
-# write docs/benchmarks.md and the charts beside it (docs/benchmarks-*.svg).
+# write docs/benchmarks.md and the charts beside it (docs/benchmarks-*.svg); then the figures other documents quote
+# from docs/benchmarks.md are rewritten from it (scripts/doc-figures.py --write).
 #
 # The functions measured are the ones `make release` ships: this runs scripts/release.sh (release builds with
 # --static-swift-stdlib and its link flags, dist/lambda/<function>.zip), unzips each zip into
@@ -187,5 +188,9 @@ else
     export PG_MAX_CONNECTIONS=${PG_MAX_CONNECTIONS:-300}
     # python3-venv for the peer; when it cannot be installed the venv step fails and the report says why.
     scripts/install-deps.sh --bench-peer || echo "bench: the peer's Python venv support is missing (see above)" >&2
-    exec scripts/with-db.sh "${BENCH_PG_PORT:-25434}" scripts/bench.sh --inside
+    scripts/with-db.sh "${BENCH_PG_PORT:-25434}" scripts/bench.sh --inside
+    # The figures the other documents quote from docs/benchmarks.md, rewritten from the new run (make test checks them).
+    if [ "${BENCH_OUTPUT:-docs/benchmarks.md}" = docs/benchmarks.md ]; then
+        python3 scripts/doc-figures.py --write
+    fi
 fi

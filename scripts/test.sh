@@ -3,10 +3,11 @@
 # suite (in-process tests and the built executables driven through stdin/stdout) against that database; then runs
 # the executable-level suites a second time through PgBouncer in transaction-pooling mode.
 #
-#   scripts/test.sh                 everything (lint, contract and descriptor checks, the release and image checks,
-#                                   both passes, the client consumer, the leak scan)
+#   scripts/test.sh                 everything (lint, the docs' quoted figures, contract and descriptor checks, the
+#                                   release and image checks, both passes, the client consumer, the leak scan)
 #   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests, --filter '^DatabaseTests\.')
-#   scripts/test.sh --unit [ARGS]   the UnitTests target only: no database, no process (make test-unit)
+#   scripts/test.sh --unit [ARGS]   the docs' quoted figures, then the UnitTests target only: no database, no
+#                                   process (make test-unit)
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 #   scripts/test.sh --kit [ARGS]    the app kit's package only (Client/: `swift test ARGS…` there), then the consumer
 #                                   by path and by URL
@@ -115,6 +116,9 @@ run_tests() {
     # Lint first (whole runs): swift-format, from the toolchain, in strict mode over every Swift file (make lint).
     if [ "$#" -eq 0 ]; then
         phase lint swift format lint --strict --recursive Package.swift Functions Shared Gateway runner Tests Client
+        # The figures README.md and docs/ quote from the files that record them (benchmarks, timings) still say
+        # what those files say: a figure edited by hand, or a benchmark run that did not rewrite them, fails here.
+        phase docs-figures python3 scripts/doc-figures.py --check
     fi
     # Every target may import only what it declares: the flag fails the build on an import from outside a target's
     # dependency closure (ManifestImportsTests checks the rest, both ways). On the build line, whose failure stops
@@ -155,8 +159,8 @@ run_tests() {
     if [ "$#" -eq 0 ]; then
         phase release-check scripts/release-check.sh
     fi
-    # Whole runs: the container image from the zips just built (and a release runner), started from its own root
-    # file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
+    # Whole runs: the container image from the zips just built (and the gateway's release build), started from its
+    # own root file system, a registration and a dose through it to the FCM emulator (scripts/image-check.sh).
     if [ "$#" -eq 0 ]; then
         IMAGE_REUSE_ZIPS=1 phase image-check scripts/image-check.sh
     fi
@@ -185,6 +189,7 @@ run_tests() {
 if [ "${1:-}" = "--unit" ]; then
     # No database and no process: build the test bundle and run the UnitTests target alone.
     shift
+    python3 scripts/doc-figures.py --check
     swift build --build-tests --explicit-target-dependency-import-check error
     exec swift test --skip-build --filter '^UnitTests\.' "$@"
 elif [ "${1:-}" = "--inside" ]; then

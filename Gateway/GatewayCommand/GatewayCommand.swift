@@ -19,9 +19,9 @@ struct Serve: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve the function table over HTTP, invoking the built functions cold or warm.",
         discussion: """
-            Environment: passed on to every function, which reads DATABASE_URL, SUPABASE_JWT_SECRET or \
-            SUPABASE_JWKS, PUSH_ENVIRONMENT, FCM_SERVICE_ACCOUNT_JSON and the PUSH_*/DATABASE_* bounds \
-            (docs/deploy.md, "Secrets and configuration"). AWS_REGION names the region of scheduled events.
+            Environment: passed on to every function, which reads DATABASE_URL, SUPABASE_JWT_SECRET, SUPABASE_JWKS \
+            or SUPABASE_JWKS_URL, PUSH_ENVIRONMENT, FCM_SERVICE_ACCOUNT_JSON and the PUSH_*/DATABASE_* bounds \
+            (docs/behaviour.md#configuration). AWS_REGION names the region of scheduled events.
             """
     )
 

@@ -1129,9 +1129,10 @@ func leversSection(
         is the EVP way it replaced) and the reordered DT_NEEDED (`linker-order` is the linker's order it replaced),
         each kept because its instruction count is lower and it changes nothing else. Not shipped: `function-sections`
         and `lld` (no change worth a second linker or flag), `relr` (Amazon Linux 2023's glibc cannot load it),
-        `unstripped` (stripping stays: the same start-up, a smaller zip). Also shipped, with no variant here: the
-        environment read once (`FunctionHost.main(environment:)`; FoundationEssentials' `ProcessInfo.environment`
-        builds a new dictionary at every call, and a cold start called it twice). FoundationEssentials stays: its
+        `unstripped` (stripping stays: the same instructions at start-up, a smaller zip). Also shipped, with no
+        variant here: the environment read once (`FunctionHost.main(environment:)`; FoundationEssentials'
+        `ProcessInfo.environment` builds a new dictionary at every call, and a cold start called it twice).
+        FoundationEssentials stays: its
         share of the gap is the JSON and Foundation rows of "Where the cold gap goes", against which a rewrite of the
         coders would be measured.
 

@@ -63,7 +63,7 @@ REVISION_SPEC = {
         "secret": {"secretName": None, "items": ITEMS, "defaultMode": None, "optional": None},
         "configMap": {"name": None, "items": ITEMS, "defaultMode": None, "optional": None},
         "projected": None,
-        "emptyDir": {"medium": None, "sizeLimit": None},  # kubernetes.podspec-emptydir is enabled by default
+        "emptyDir": {"medium": None, "sizeLimit": None},  # kubernetes.podspec-volumes-emptydir is enabled by default
     },
     # The revision's own fields.
     "containerConcurrency": None, "timeoutSeconds": None, "responseStartTimeoutSeconds": None,

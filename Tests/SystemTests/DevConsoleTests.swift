@@ -233,7 +233,7 @@ struct DevConsoleTests {
         }
     }
 
-    @Test("runner serve (what the image runs) has no console")
+    @Test("runner serve (gateway serve, which the image runs, plus --fcm-emulator) has no console")
     func serveHasNone() throws {
         _ = TestDatabase.migrated
         let server = try RunnerServer(arguments: ["--mode", "cold", "--fcm-emulator"], environment: testEnvironment())

@@ -24,10 +24,10 @@ CREATE TABLE push_events (
 CREATE INDEX push_events_by_created_at ON push_events (created_at);
 CREATE INDEX push_events_by_patient ON push_events (patient_id);
 
--- Round-one deliveries were claimed after the response and have no event. A row still SENDING was lost with the
--- process that claimed it (it would never have been retried); it ends FAILED with that reason.
+-- Deliveries from before the outbox were claimed after the response and have no event. A row still SENDING was lost
+-- with the process that claimed it (it would never have been retried); it ends FAILED with that reason.
 UPDATE push_deliveries
-SET status = 'FAILED', last_error = 'lost before durable delivery (round-one claim)', updated_at = now()
+SET status = 'FAILED', last_error = 'lost before durable delivery (claimed before the outbox)', updated_at = now()
 WHERE status = 'SENDING';
 
 ALTER TABLE push_deliveries DROP CONSTRAINT push_deliveries_status_check;
@@ -42,7 +42,7 @@ ALTER TABLE push_deliveries
     ADD COLUMN lease_token uuid,
     ADD CONSTRAINT push_deliveries_lease_check
         CHECK ((status = 'SENDING') = (lease_until IS NOT NULL AND lease_token IS NOT NULL)),
-    -- Every delivery belongs to an event. NOT VALID: round-one rows have none; every new row is checked.
+    -- Every delivery belongs to an event. NOT VALID: rows from before the outbox have none; every new row is checked.
     ADD CONSTRAINT push_deliveries_event_key_fkey
         FOREIGN KEY (event_key) REFERENCES push_events (event_key) ON DELETE CASCADE NOT VALID;
 

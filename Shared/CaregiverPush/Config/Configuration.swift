@@ -93,14 +93,15 @@ public struct Configuration: Sendable {
         runtimeDatabaseURL = value("RUNTIME_DATABASE_URL")
         jwtSecret = value("SUPABASE_JWT_SECRET")
         if let secret = jwtSecret, secret.utf8.count < 32 {
-            // A short HMAC secret can be brute-forced from one token; Supabase's are at least 32 characters.
+            // A short HMAC secret can be brute-forced from one token; Supabase's are at least 32 characters. Counted in
+            // UTF-8 bytes, the key HMAC uses.
             jwtSecret = nil
-            errors.append(ConfigurationError(variable: "SUPABASE_JWT_SECRET", reason: "is shorter than 32 characters"))
+            errors.append(ConfigurationError(variable: "SUPABASE_JWT_SECRET", reason: "is shorter than 32 bytes"))
         }
         edgeOriginSecret = value("EDGE_ORIGIN_SECRET")
         if let secret = edgeOriginSecret, secret.utf8.count < 32 {
             edgeOriginSecret = nil
-            errors.append(ConfigurationError(variable: "EDGE_ORIGIN_SECRET", reason: "is shorter than 32 characters"))
+            errors.append(ConfigurationError(variable: "EDGE_ORIGIN_SECRET", reason: "is shorter than 32 bytes"))
         }
         jwtAudience = value("SUPABASE_JWT_AUDIENCE") ?? "authenticated"
         jwtIssuer = value("SUPABASE_JWT_ISSUER")
