@@ -88,7 +88,7 @@ let package = Package(
         // the tests. No domain code: the gateway links it.
         .target(
             name: "Migrations",
-            dependencies: ["Codecs", "Libpq", logging],
+            dependencies: ["Libpq", logging],
             path: "Shared/Migrations",
             swiftSettings: strict
         ),
@@ -207,8 +207,7 @@ let package = Package(
         .testTarget(
             name: "UnitTests",
             dependencies: [
-                "Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "ProcessSupervision",
+                "Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "ProcessSupervision",
                 "TestSupport",
                 // The gateway's event builder, read back by the functions' own strict parser (GatewayEventTests).
                 "FunctionGateway", .product(name: "HTTPTypes", package: "swift-http-types"),
