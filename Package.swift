@@ -22,6 +22,9 @@ let functions: [(product: String, target: String)] = [
 
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 
+/// A module of the platform package (Shared/Platform).
+func platform(_ module: String) -> Target.Dependency { .product(name: module, package: "caregiver-push-platform") }
+
 let package = Package(
     name: "caregiver-push",
     // The server's targets build on Linux and macOS; the app's kit is its own package (Client/Package.swift).
@@ -31,15 +34,18 @@ let package = Package(
         .executable(name: "gateway", targets: ["GatewayCommand"]),
         .executable(name: "runner", targets: ["Runner"]),
         .executable(name: "bench", targets: ["Benchmarks"]),
-        // The domain layer with the layers under it, for the fuzz package (Tests/Fuzz), which imports several.
-        .library(
-            name: "CaregiverPush",
-            targets: ["Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush"]),
+        // The domain layer and the migrator, for the fuzz package (Tests/Fuzz), which takes the platform's modules
+        // from the platform package.
+        .library(name: "CaregiverPush", targets: ["CaregiverPush", "Migrations"]),
+        // The tests' fixtures, for the unit kind's package (Tests/Unit), which cannot reach this package's test support.
+        .library(name: "TestFixtures", targets: ["TestFixtures"]),
     ],
     dependencies: [
         // The app kit (Client/Package.swift): the server uses its `PushPayloadContract` (the push's `data` keys and
         // slots), so the message builder and the app's router share one definition. The kit depends on nothing here.
         .package(name: "caregiver-push-client", path: "Client"),
+        // The platform: codecs, the libpq, libcurl and OpenSSL bindings, JOSE and the function runtime (Shared/Platform).
+        .package(name: "caregiver-push-platform", path: "Shared/Platform"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -53,32 +59,16 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
-        .systemLibrary(name: "CLibpq", path: "Shared/C/CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // libcurl's headers only: Shared/C/CCurl/ccurl.c loads libcurl.so.4 with dlopen on the first HTTP request.
-        .target(name: "CCurl", path: "Shared/C/CCurl"),
-        .systemLibrary(
-            name: "COpenSSL", path: "Shared/C/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // prlimit(2) for the host's per-function memory limit (Swift's Glibc module does not expose it).
         .target(name: "CProcessLimits", path: "Shared/C/CProcessLimits"),
-        // The layers, bottom to top (docs/architecture.md). Each target names only what it uses; none re-exports another.
-        // Functions link Codecs … CaregiverPush, all on FoundationEssentials; ProcessSupervision and Migrations are above.
-        .target(name: "Codecs", path: "Shared/Codecs", swiftSettings: strict),
-        .target(
-            name: "Libpq", dependencies: ["CLibpq", "Codecs", logging], path: "Shared/Libpq", swiftSettings: strict),
-        .target(name: "Curl", dependencies: ["CCurl", "Codecs"], path: "Shared/Curl", swiftSettings: strict),
-        .target(
-            name: "OpenSSLCrypto", dependencies: ["COpenSSL", "Codecs"], path: "Shared/OpenSSLCrypto",
-            swiftSettings: strict),
-        .target(
-            name: "JOSE", dependencies: ["Codecs", "OpenSSLCrypto", logging], path: "Shared/JOSE", swiftSettings: strict
-        ),
-        .target(
-            name: "FunctionRuntime", dependencies: ["Codecs", "Curl", logging], path: "Shared/FunctionRuntime",
-            swiftSettings: strict),
+        // The service's own layers, on the platform's (Shared/Platform, a package of its own: docs/architecture.md).
+        // Each target names only what it uses; none re-exports another. The domain and the migrator are on
+        // FoundationEssentials; ProcessSupervision and the hosts are above.
         .target(
             name: "CaregiverPush",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "Migrations", logging,
+                platform("Codecs"), platform("Libpq"), platform("Curl"), platform("OpenSSLCrypto"), platform("JOSE"),
+                platform("FunctionRuntime"), "Migrations", logging,
                 .product(name: "PushPayloadContract", package: "caregiver-push-client"),
             ],
             path: "Shared/CaregiverPush",
@@ -88,7 +78,7 @@ let package = Package(
         // the tests. No domain code: the gateway links it.
         .target(
             name: "Migrations",
-            dependencies: ["Libpq", logging],
+            dependencies: [platform("Libpq"), logging],
             path: "Shared/Migrations",
             swiftSettings: strict
         ),
@@ -104,7 +94,7 @@ let package = Package(
         .target(
             name: "FCMEmulator",
             dependencies: [
-                "Codecs", "OpenSSLCrypto", "JOSE",
+                platform("Codecs"), platform("OpenSSLCrypto"), platform("JOSE"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -124,7 +114,7 @@ let package = Package(
         .target(
             name: "FunctionGateway",
             dependencies: [
-                "Codecs", "OpenSSLCrypto", "FunctionRuntime", "ProcessSupervision",
+                platform("Codecs"), platform("OpenSSLCrypto"), platform("FunctionRuntime"), "ProcessSupervision",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -141,7 +131,7 @@ let package = Package(
         .target(
             name: "GatewayCommands",
             dependencies: [
-                "Libpq", "FunctionRuntime", "Migrations", "ProcessSupervision", "FunctionGateway",
+                platform("Libpq"), platform("FunctionRuntime"), "Migrations", "ProcessSupervision", "FunctionGateway",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -158,7 +148,8 @@ let package = Package(
         .executableTarget(
             name: "Runner",
             dependencies: [
-                "Codecs", "Libpq", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                platform("Codecs"), platform("Libpq"), platform("OpenSSLCrypto"), platform("JOSE"),
+                platform("FunctionRuntime"), "CaregiverPush", "Migrations",
                 "ProcessSupervision", "FunctionGateway", "GatewayCommands", "FCMEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -173,11 +164,12 @@ let package = Package(
         .executableTarget(
             name: "Benchmarks",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
+                platform("Codecs"), platform("Libpq"), platform("Curl"), platform("OpenSSLCrypto"), platform("JOSE"),
+                platform("FunctionRuntime"), "CaregiverPush", "Migrations",
                 "ProcessSupervision",
                 "FCMEmulator",
                 // nghttpx in front of the emulator, as the system tests start it.
-                "TestSupport",
+                "TestSupport", "TestFixtures",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/Benchmarks",
@@ -189,61 +181,68 @@ let package = Package(
         ),
         // pipe2(2) for TestSupport's ProcessBurst (a burst of children that must not inherit each other's pipes).
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
+        // Fixtures every kind of test uses, the unit kind's package (Tests/Unit) included: the repository's root,
+        // the tokens and key sets of the tests. No database, no process, no server framework.
+        .target(
+            name: "TestFixtures",
+            dependencies: [platform("Codecs"), platform("OpenSSLCrypto"), platform("JOSE"), "CaregiverPush"],
+            path: "Tests/TestFixtures",
+            swiftSettings: strict
+        ),
         // Test support shared by the test targets below: the throwaway database, seeds, the built executables, the
         // FCM/JWKS/secrets fakes, the leak capture. A plain target so the test targets can share it; only they use it.
         .target(
             name: "TestSupport",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "ProcessSupervision", "CTestSupport", "FCMEmulator", .product(name: "Logging", package: "swift-log"),
+                platform("Codecs"), platform("Libpq"), platform("Curl"), platform("OpenSSLCrypto"), platform("JOSE"),
+                platform("FunctionRuntime"), "CaregiverPush", "Migrations", "ProcessSupervision", "CTestSupport",
+                "FCMEmulator", "TestFixtures", logging,
             ],
             path: "Tests/TestSupport",
             swiftSettings: strict
         ),
         // Tests by kind (docs/development.md#tests says which to run for what). All of them share one test bundle
-        // on Linux; `swift test --filter '^UnitTests\.'` runs one kind.
-        // No database, no process: JSON, validation, JOSE, dose rules, configuration, the kit's contract, fuzz
-        // regressions. Runs in seconds.
-        .testTarget(
-            name: "UnitTests",
-            dependencies: [
-                "Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "ProcessSupervision",
-                "TestSupport",
-                // The gateway's event builder, read back by the functions' own strict parser (GatewayEventTests).
-                "FunctionGateway", .product(name: "HTTPTypes", package: "swift-http-types"),
-                // The gateway's options, parsed as `gateway serve` parses them (ClientAddressTests).
-                "GatewayCommands", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                // The kit's router and catalog, read against the server's message builder (KitContractTests).
-                .product(name: "CaregiverPushClient", package: "caregiver-push-client"),
-                .product(name: "PushPayloadContract", package: "caregiver-push-client"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Tests/UnitTests",
-            swiftSettings: strict
-        ),
+        // on Linux; `swift test --filter '^DatabaseTests\.'` runs one kind. The unit kind (no database, no process,
+        // no server framework) is a package of its own (Tests/Unit), beside the platform's own tests
+        // (Shared/Platform): `make test-unit` builds neither Hummingbird nor NIO.
         // The handlers and Libpq in-process against the test command's PostgreSQL.
         .testTarget(
             name: "DatabaseTests",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "FCMEmulator", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                platform("Codecs"), platform("Libpq"), platform("Curl"), platform("OpenSSLCrypto"), platform("JOSE"),
+                platform("FunctionRuntime"), "CaregiverPush", "Migrations", "FCMEmulator", "TestSupport",
+                "TestFixtures",
+                logging,
             ],
             path: "Tests/DatabaseTests",
             swiftSettings: strict
         ),
-        // The gateway (`runner serve`) as a process in front of script functions or the real ones.
+        // The gateway (`runner serve`) as a process in front of script functions or the real ones; the gateway's
+        // own parts in-process (its event builder, its options, the function table, the warm pools' sizes).
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Codecs", "Curl", "OpenSSLCrypto", "CaregiverPush", "ProcessSupervision", "TestSupport"],
+            dependencies: [
+                platform("Codecs"), platform("Curl"), platform("OpenSSLCrypto"), platform("FunctionRuntime"),
+                "CaregiverPush", "ProcessSupervision", "TestSupport", "TestFixtures",
+                // The gateway's event builder, read back by the functions' own strict parser (GatewayEventTests).
+                "FunctionGateway", .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The gateway's options, parsed as `gateway serve` parses them (ClientAddressTests).
+                "GatewayCommands", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Tests/GatewayTests",
             swiftSettings: strict
         ),
-        // The built executables through stdin/stdout and the Runtime API; the dev stack; the link layering.
+        // The built executables through stdin/stdout and the Runtime API; the dev stack; the link layering; the
+        // repository's own checks (docs, SQL, manifest, the kit's contract).
         .testTarget(
             name: "SystemTests",
             dependencies: [
-                "Codecs", "Libpq", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", "CaregiverPush", "Migrations",
-                "ProcessSupervision", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                platform("Codecs"), platform("Libpq"), platform("Curl"), platform("OpenSSLCrypto"), platform("JOSE"),
+                platform("FunctionRuntime"), "CaregiverPush", "Migrations", "ProcessSupervision", "TestSupport",
+                "TestFixtures", logging,
+                // The kit's router and catalog, read against the server's message builder (KitContractTests).
+                .product(name: "CaregiverPushClient", package: "caregiver-push-client"),
+                .product(name: "PushPayloadContract", package: "caregiver-push-client"),
             ],
             path: "Tests/SystemTests",
             swiftSettings: strict
@@ -252,8 +251,8 @@ let package = Package(
         .testTarget(
             name: "LoadTests",
             dependencies: [
-                "Codecs", "Libpq", "OpenSSLCrypto", "CaregiverPush", "Migrations", "TestSupport",
-                .product(name: "Logging", package: "swift-log"),
+                platform("Codecs"), platform("Libpq"), platform("OpenSSLCrypto"), "CaregiverPush", "Migrations",
+                "TestSupport", "TestFixtures", logging,
             ],
             path: "Tests/LoadTests",
             swiftSettings: strict
@@ -263,7 +262,8 @@ let package = Package(
             .executableTarget(
                 name: $0.target,
                 // db-migrate also applies the schema; every other function knows only the domain layer.
-                dependencies: $0.target == "DbMigrate" ? ["CaregiverPush", "FunctionRuntime"] : ["CaregiverPush"],
+                dependencies: $0.target == "DbMigrate"
+                    ? ["CaregiverPush", platform("FunctionRuntime")] : ["CaregiverPush"],
                 path: "Functions/\($0.target)", swiftSettings: strict)
         }
 )

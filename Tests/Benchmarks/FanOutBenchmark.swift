@@ -3,6 +3,7 @@ import Libpq
 import CaregiverPush
 import Foundation
 import Logging
+import TestFixtures
 import TestSupport
 
 /// Fan-out of one dose event to N devices against an FCM that answers after a fixed delay: how close the

@@ -2,6 +2,7 @@ import OpenSSLCrypto
 import CaregiverPush
 import FCMEmulator
 import Foundation
+import TestFixtures
 import Logging
 import Synchronization
 

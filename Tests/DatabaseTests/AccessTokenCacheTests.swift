@@ -7,6 +7,7 @@ import Libpq
 import OpenSSLCrypto
 import Logging
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The shared OAuth access token (docs/behaviour.md#access-token).

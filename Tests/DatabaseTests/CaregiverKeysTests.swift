@@ -3,6 +3,7 @@ import Foundation
 import JOSE
 import OpenSSLCrypto
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The caregiver keys a configuration names (secret, JWKS inline or @file, issuer), through push-register

@@ -4,6 +4,7 @@ import Libpq
 import Foundation
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The cap on a caregiver's enabled devices (`PUSH_MAX_DEVICES_PER_CAREGIVER`, 10 by default): past it the least

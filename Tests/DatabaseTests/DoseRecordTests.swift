@@ -2,6 +2,7 @@ import Codecs
 import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// dose-record in-process against the real database (docs/behaviour.md#dose-record, docs/behaviour.md#dose-rules).

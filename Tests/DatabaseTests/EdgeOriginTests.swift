@@ -2,6 +2,7 @@ import CaregiverPush
 import Foundation
 import Libpq
 import Testing
+import TestFixtures
 import TestSupport
 
 /// Behind the edge (docs/deploy.md#the-edge): CloudFront adds `x-origin-verify` to every request it forwards, and an

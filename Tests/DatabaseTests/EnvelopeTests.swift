@@ -2,6 +2,7 @@ import FunctionRuntime
 import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The function envelope: auth, body checks, problem responses, configuration and database failures

@@ -2,6 +2,7 @@ import Codecs
 import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// push-register and push-unregister in-process, against the real database (docs/behaviour.md#push-register,

@@ -2,6 +2,7 @@ import FunctionRuntime
 import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// An endpoint answers once through its writer, then goes on (docs/behaviour.md#contract-one-shot): what it throws

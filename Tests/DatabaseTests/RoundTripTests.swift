@@ -3,6 +3,7 @@ import OpenSSLCrypto
 @testable import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// How many times each function waits for the database per request, on a warm connection; and the concurrency

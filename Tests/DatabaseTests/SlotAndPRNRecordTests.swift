@@ -3,6 +3,7 @@ import CaregiverPush
 import Foundation
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 /// slot-bulk-record and prn-record in-process against the real database (docs/behaviour.md#slot-bulk-record,

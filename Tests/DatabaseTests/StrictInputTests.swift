@@ -5,6 +5,7 @@ import CaregiverPush
 import Foundation
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 /// Identifiers are exact, the event envelope is parsed strictly, and the database layer neither truncates nor waits

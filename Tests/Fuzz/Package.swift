@@ -27,6 +27,7 @@ let package = Package(
     products: harnesses.map { .executable(name: $0.product, targets: [$0.target]) },
     dependencies: [
         .package(name: "caregiver-push", path: "../.."),
+        .package(name: "caregiver-push-platform", path: "../../Shared/Platform"),
         // Already a dependency of the root package (same requirement); named here only to build a silent Logger.
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
@@ -36,6 +37,10 @@ let package = Package(
             name: "FuzzChecks",
             dependencies: [
                 .product(name: "CaregiverPush", package: "caregiver-push"),
+                .product(name: "Codecs", package: "caregiver-push-platform"),
+                .product(name: "OpenSSLCrypto", package: "caregiver-push-platform"),
+                .product(name: "JOSE", package: "caregiver-push-platform"),
+                .product(name: "FunctionRuntime", package: "caregiver-push-platform"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 #if canImport(Glibc)

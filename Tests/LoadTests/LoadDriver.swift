@@ -6,6 +6,7 @@ import CaregiverPush
 import Foundation
 import Logging
 import Synchronization
+import TestFixtures
 import TestSupport
 
 /// A household the load tests drive: one patient with a session, two linked caregivers with two devices each,

@@ -6,6 +6,7 @@ import Logging
 import Migrations
 import ProcessSupervision
 import Testing
+import TestFixtures
 import TestSupport
 
 /// Bring your own tables (docs/deploy.md#bring-your-own-tables): the functions migrated onto an app schema in Prisma's

@@ -5,6 +5,7 @@ import Libpq
 import Logging
 import Migrations
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The database as the docs deploy it (docs/deploy.md#the-database): what a Supabase project's Data API could reach.

@@ -6,6 +6,7 @@ import Migrations
 import OpenSSLCrypto
 import ProcessSupervision
 import Testing
+import TestFixtures
 import TestSupport
 
 /// `runner check-deployment` (docs/deploy.md#prove-a-deployment) against a local stack: a cluster of its own (roles

@@ -4,6 +4,7 @@ import ProcessSupervision
 import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The built executables, driven through their real contract: a fixture event on stdin, the response on stdout,

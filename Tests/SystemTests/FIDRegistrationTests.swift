@@ -2,6 +2,7 @@ import CaregiverPush
 import Codecs
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// Registration by Firebase Installation ID (docs/behaviour.md#devices): push-register takes a `fid` instead of a

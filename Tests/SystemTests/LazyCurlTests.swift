@@ -1,6 +1,7 @@
 import Curl
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// libcurl is loaded (dlopen, Shared/C/CCurl) by the first HTTP client of a process, not at exec: a function that

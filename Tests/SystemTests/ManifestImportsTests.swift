@@ -2,6 +2,7 @@ import Codecs
 import Foundation
 import ProcessSupervision
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The module graph as the compiler cannot check it. `--explicit-target-dependency-import-check error` (on the build

@@ -5,6 +5,7 @@ import CaregiverPush
 import Foundation
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 /// Transaction pooling: many cold functions, one database, behind PgBouncer in transaction-pooling mode (Debian's

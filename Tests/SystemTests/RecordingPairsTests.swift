@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OpenSSLCrypto
 import Testing
+import TestFixtures
 import TestSupport
 
 /// Two recordings close together, through the built functions, PostgreSQL and the FCM fake, with the functions'

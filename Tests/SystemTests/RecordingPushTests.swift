@@ -3,6 +3,7 @@ import CaregiverPush
 import Foundation
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 /// A recorded dose and its push, end to end (docs/behaviour.md#push): fixture events through the built recording functions, the push through

@@ -3,6 +3,7 @@ import ProcessSupervision
 import Libpq
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The runtime role's login given by the migrator before traffic (docs/deploy.md#roles): `gateway migrate` with

@@ -3,6 +3,7 @@ import FunctionRuntime
 import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 /// Secrets read at run time through the Parameters and Secrets extension (its local stand-in): the built functions

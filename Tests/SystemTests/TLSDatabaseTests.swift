@@ -2,6 +2,7 @@ import Codecs
 import ProcessSupervision
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 #if canImport(Glibc)

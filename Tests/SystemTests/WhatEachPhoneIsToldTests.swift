@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OpenSSLCrypto
 import Testing
+import TestFixtures
 import TestSupport
 
 /// What each phone is told (docs/behaviour.md#payload, #on-time, #language, #prn-retry), read from the FCM

@@ -2,6 +2,7 @@ import Codecs
 import Curl
 import CaregiverPush
 import Foundation
+import TestFixtures
 
 /// The emulator's fake Supabase JWKS endpoint: what it serves, whether it is down, how often it was fetched.
 extension FCMFake {

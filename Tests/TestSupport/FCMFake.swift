@@ -4,6 +4,7 @@ import OpenSSLCrypto
 import CaregiverPush
 import FCMEmulator
 import Foundation
+import TestFixtures
 import Testing
 
 /// A running `runner fcm-emulator` process: the fake Google at the network edge, on 127.0.0.1 — plain HTTP/1.1, or

@@ -2,6 +2,7 @@ import Codecs
 import Curl
 import CaregiverPush
 import Foundation
+import TestFixtures
 import Synchronization
 import Testing
 

@@ -2,6 +2,7 @@ import Libpq
 import Migrations
 import CaregiverPush
 import Foundation
+import TestFixtures
 import Logging
 
 /// The real PostgreSQL the test command started (`DATABASE_URL`), migrated once per test process.

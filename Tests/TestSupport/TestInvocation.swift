@@ -3,28 +3,10 @@ import JOSE
 import FunctionRuntime
 import CaregiverPush
 import Foundation
+import TestFixtures
 import Logging
 import Synchronization
 import Testing
-
-/// The HS256 secret the tests configure, as a Supabase project's legacy JWT secret would be.
-package let testJWTSecret = "test-secret-with-at-least-32-characters-of-entropy"
-
-/// A caregiver access token as Supabase Auth issues it (HS256, no `kid`).
-package func caregiverToken(
-    _ caregiverID: UUID, expiresIn: TimeInterval = 3600, role: String = "authenticated", secret: String = testJWTSecret,
-    issuedAt: Date = Date()
-) throws -> String {
-    let now = issuedAt.timeIntervalSince1970.rounded(.down)
-    return try JWTSigner.sign(
-        header: [:],
-        claims: [
-            "sub": .string(caregiverID.uuidString.lowercased()), "aud": .string("authenticated"),
-            "role": .string(role), "exp": .number(now + expiresIn), "iat": .number(now),
-            "is_anonymous": .bool(false),
-        ],
-        using: .hmac(secret: Array(secret.utf8)))
-}
 
 /// The environment the functions get in tests.
 package func testEnvironment(_ overrides: [String: String?] = [:]) -> [String: String] {
@@ -137,11 +119,6 @@ package struct InvocationError: Error, CustomStringConvertible {
     init(_ description: String) {
         self.description = description
     }
-}
-
-/// Encodes a JSON object body.
-package func json(_ members: [String: JSONValue]) -> String {
-    (try? JSONEncoder().encode(JSONValue.object(members))).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
 }
 
 /// The `errors` of a validation problem, as field → message.

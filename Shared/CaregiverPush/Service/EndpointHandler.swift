@@ -236,7 +236,9 @@ extension Problem {
     }
 }
 
-extension PostgresError: ProblemConvertible {
+// Retroactive: neither the platform's libpq binding nor its problem type knows the other; this service decides what a
+// database error means to its callers.
+extension PostgresError: @retroactive ProblemConvertible {
     /// An unreachable database is a 503 the client may retry; every other database failure is a plain 500.
     public var problem: Problem {
         isUnavailable ? .serviceUnavailable() : .internalError()

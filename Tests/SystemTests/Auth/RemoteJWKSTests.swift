@@ -6,6 +6,7 @@ import CaregiverPush
 import Foundation
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 /// `SUPABASE_JWKS_URL`: the built `push-register` fetching a Supabase-like JWKS from the emulator, each process for

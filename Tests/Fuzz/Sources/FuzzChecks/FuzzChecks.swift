@@ -1,1 +1,1 @@
-../../../UnitTests/Fuzz/FuzzChecks.swift
+../../../Unit/Tests/UnitTests/Fuzz/FuzzChecks.swift
