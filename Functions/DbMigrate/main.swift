@@ -9,5 +9,5 @@ CaregiverFunction.main(name: "db-migrate") { configuration, logger in
     return MigrationsCustomResource(
         configuration: configuration, logger: logger,
         migrationsDirectory: MigrationsCustomResource.migrationsDirectory(environment: environment),
-        extraResponseOrigin: environment["CUSTOM_RESOURCE_RESPONSE_ORIGIN"], region: environment["AWS_REGION"])
+        region: environment["AWS_REGION"])
 }
