@@ -11,8 +11,9 @@
 #      libcurl; with lib/libcurl.so.4 taken away, it logs a failure that names the library.
 #   3. push-register's `bootstrap`, inside that root, is a warm worker of `runner serve`: a request through the
 #      Lambda Runtime API succeeds.
-#   4. db-migrate's `bootstrap`, inside that root, answers a CloudFormation Create on a local ResponseURL with
-#      SUCCESS and the newest migration of infra/migrations (found in the zip's migrations/).
+#   4. db-migrate's `bootstrap`, inside that root, answers a CloudFormation Create with SUCCESS and the newest
+#      migration of infra/migrations (found in the zip's migrations/), over TLS to us-east-1's response bucket,
+#      which a local stand-in plays.
 #
 # Steps 2-4 need root (chroot; skipped with a line saying so otherwise), DATABASE_URL (a migrated database on 127.0.0.1) and a debug build (the runner).
 set -euo pipefail
@@ -129,10 +130,35 @@ grep -q '"msg":"runtime API loop starting"' "$runner_workdir/serve.err" \
     || { echo "release check: bootstrap did not use the Runtime API" >&2; exit 1; }
 echo "release check: push-register's bootstrap answered through the Runtime API from the minimal root"
 
-# 4. db-migrate in the minimal root: a Create, answered on a local stand-in for the pre-signed S3 URL.
-python3 - "$workdir/s3" <<'PY' &
-import http.server, sys
+# 4. db-migrate in the minimal root: a Create, answered to us-east-1's response bucket as deployed there. A local
+# stand-in plays the bucket through the configuration the function already honours: it is the HTTPS proxy libcurl
+# follows (https_proxy), and answers at the tunnel's end under a certificate from a throwaway authority, the only one
+# the function trusts (SSL_CERT_FILE, a copy inside the root).
+bucket=cloudformation-custom-resource-response-useast1.s3.amazonaws.com
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$workdir/ca.key" \
+    -out "$workdir/ca.pem" -days 1 -subj "/CN=release check throwaway CA" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$workdir/s3.key" \
+    -out "$workdir/s3.csr" -subj "/CN=$bucket" 2>/dev/null
+printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$bucket" >"$workdir/s3.ext"
+openssl x509 -req -in "$workdir/s3.csr" -CA "$workdir/ca.pem" -CAkey "$workdir/ca.key" -CAcreateserial \
+    -out "$workdir/s3.pem" -days 1 -extfile "$workdir/s3.ext" 2>/dev/null
+cp "$workdir/ca.pem" "$root$inside/ca.pem"
+python3 - "$workdir/s3" "$workdir/s3.pem" "$workdir/s3.key" <<'PY' &
+import http.server, ssl, sys
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(sys.argv[2], sys.argv[3])
 class Handler(http.server.BaseHTTPRequestHandler):
+    def do_CONNECT(self):
+        # The proxy's part: open the tunnel, then answer at its far end as the bucket.
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        self.close_connection = True
+        connection = tls.wrap_socket(self.connection, server_side=True)
+        try:
+            Handler(connection, self.client_address, self.server)
+        finally:
+            connection.close()
     def do_PUT(self):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status = 403 if self.headers.get("Content-Type") else 200  # signed without a Content-Type, as S3's are
@@ -148,9 +174,10 @@ server.handle_request()
 PY
 s3_pid=$!
 for _ in $(seq 1 100); do [ -s "$workdir/s3.port" ] && break; sleep 0.1; done
-event=$(printf '{"RequestType":"Create","ResponseURL":"http://127.0.0.1:%s/response?Signature=x","StackId":"arn:aws:cloudformation:us-east-1:123456789012:stack/release-check/1","RequestId":"release-check","ResourceType":"Custom::DatabaseMigrations","LogicalResourceId":"DatabaseMigrations","ResourceProperties":{}}' "$(cat "$workdir/s3.port")")
+event=$(printf '{"RequestType":"Create","ResponseURL":"https://%s/response?Signature=x","StackId":"arn:aws:cloudformation:us-east-1:123456789012:stack/release-check/1","RequestId":"release-check","ResourceType":"Custom::DatabaseMigrations","LogicalResourceId":"DatabaseMigrations","ResourceProperties":{}}' "$bucket")
 echo "$event" | env -i PATH=/usr/bin:/bin DATABASE_URL="$DATABASE_URL" LAMBDA_TASK_ROOT="$inside/db-migrate" \
-    CUSTOM_RESOURCE_RESPONSE_ORIGIN="http://127.0.0.1:$(cat "$workdir/s3.port")" "$workdir/in-root" "$inside/db-migrate/bootstrap" >"$workdir/db-migrate.out" 2>"$workdir/db-migrate.err" || true
+    AWS_REGION=us-east-1 https_proxy="http://127.0.0.1:$(cat "$workdir/s3.port")" SSL_CERT_FILE="$inside/ca.pem" \
+    "$workdir/in-root" "$inside/db-migrate/bootstrap" >"$workdir/db-migrate.out" 2>"$workdir/db-migrate.err" || true
 wait "$s3_pid" || true
 latest=$(ls infra/migrations/*.up.sql | sort | tail -n 1 | xargs basename | cut -c1-6)
 if ! python3 - "$workdir/s3.body" "$latest" <<'PY'; then

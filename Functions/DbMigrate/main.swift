@@ -8,5 +8,5 @@ let environment = ProcessInfo.processInfo.environment
 let service = CaregiverService(function: .dbMigrate, environment: environment)
 let customResource = MigrationsCustomResource(
     service: service, migrationsDirectory: MigrationsCustomResource.migrationsDirectory(environment: environment),
-    extraResponseOrigin: environment["CUSTOM_RESOURCE_RESPONSE_ORIGIN"], region: environment["AWS_REGION"])
+    region: environment["AWS_REGION"])
 FunctionHost.run(customResource, environment: environment)

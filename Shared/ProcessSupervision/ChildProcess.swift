@@ -1,22 +1,14 @@
-import Dispatch
 import Foundation
 import Subprocess
 import Synchronization
 
 /// Runs an executable with bytes on its stdin and collects its stdout and stderr.
 ///
-/// Two forms. `try await run(…)`, what the runner uses (`runner invoke`, `runner dev`'s scripts and rebuilds), is
+/// `try await run(…)`, what the runner uses (`runner invoke`, `runner dev`'s scripts and rebuilds), is
 /// swift-subprocess: no thread of its own, the pipes read through the package's one epoll thread and the exit seen on
-/// a pidfd. The synchronous `run(…)`, for the tests and benchmarks that drive the built functions through their
-/// real stdin/stdout contract from plain threads, is Foundation's `Process`: a synchronous wait on swift-subprocess
-/// would block a thread of the 2-core cooperative pool while the package still needs a free one to finish (it
-/// awaits an unstructured task on the global executor), and two such waits at once never return.
-///
-/// In the synchronous form both pipes are drained on their own threads while the child runs — reading after exit
-/// deadlocks once the child has written more than a pipe holds (~64 KiB). Foundation's `Process` learns of the exit
-/// when a socket that every descendant inherits closes, so it returns only once any daemon the child left behind has
-/// let go of it (`scripts/pg.sh` starts PostgreSQL without it). The async form reads until the child has exited and
-/// its pipes are empty, even if a descendant still holds them.
+/// a pidfd. It reads until the child has exited and its pipes are empty, even if a descendant still holds them. (The
+/// tests and benchmarks, which drive the built functions from plain threads, have a synchronous form of their own on
+/// Foundation's `Process`, in TestSupport.)
 public enum ChildProcess {
     public struct Result: Sendable {
         public let exitStatus: Int32
@@ -30,7 +22,7 @@ public enum ChildProcess {
         public let standardOutputClosedAtDate: Date
         public let exitedAtDate: Date
 
-        /// The package's own spawners build results too (TestSupport's burst of children, on `posix_spawn`).
+        /// The package's own spawners build results too (TestSupport's synchronous `run` and its burst of children).
         package init(
             exitStatus: Int32, standardOutput: Data, standardError: Data,
             standardOutputClosedAt: ContinuousClock.Instant, exitedAt: ContinuousClock.Instant,
@@ -46,61 +38,7 @@ public enum ChildProcess {
         }
     }
 
-    /// - Parameters:
-    ///   - executable: the program.
-    ///   - arguments: its arguments (no shell is involved).
-    ///   - environment: its whole environment; the runner's own when `nil`.
-    ///   - input: written to its stdin, which is then closed.
-    ///   - forwardStandardError: also copy the child's stderr to ours as it arrives.
-    /// - Throws: when the process cannot be started.
-    public static func run(
-        executable: URL, arguments: [String] = [], environment: [String: String]? = nil, input: Data,
-        forwardStandardError: Bool = false
-    ) throws -> Result {
-        // A child that exits before reading all its input would otherwise kill us with SIGPIPE on the write.
-        signal(SIGPIPE, SIG_IGN)
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let stdinPipe = Pipe()
-        let stdoutPipe = Pipe()
-        let stderrPipe = Pipe()
-        process.standardInput = stdinPipe
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
-        try process.run()
-
-        let collected = Collected()
-        let group = DispatchGroup()
-        let stdoutReader = stdoutPipe.fileHandleForReading
-        let stderrReader = stderrPipe.fileHandleForReading
-        let stdinWriter = stdinPipe.fileHandleForWriting
-        blockingThread(group: group) {
-            let data = stdoutReader.readDataToEndOfFile()
-            collected.finishStandardOutput(data)
-        }
-        blockingThread(group: group) {
-            while true {
-                let chunk = stderrReader.availableData
-                if chunk.isEmpty { break }
-                collected.appendStandardError(chunk)
-                if forwardStandardError { FileHandle.standardError.write(chunk) }
-            }
-        }
-        blockingThread(group: group) {
-            // A child that exits without reading its input makes this write fail (EPIPE); that is its business.
-            try? stdinWriter.write(contentsOf: input)
-            try? stdinWriter.close()
-        }
-        process.waitUntilExit()
-        let exitedAt = ContinuousClock.now
-        let exitedAtDate = Date()
-        group.wait()
-        return collected.result(exitStatus: process.terminationStatus, exitedAt: exitedAt, exitedAtDate: exitedAtDate)
-    }
-
-    /// What the reader threads gather, behind a lock.
+    /// What the readers gather, behind a lock.
     private final class Collected: Sendable {
         private struct State {
             var standardOutput = Data()
@@ -137,8 +75,14 @@ public enum ChildProcess {
 }
 
 extension ChildProcess {
-    /// The same contract as the synchronous `run`, on swift-subprocess: the caller's task waits, no thread blocks.
-    /// The child leads a process group of its own, as with Foundation's `Process`.
+    /// Runs `executable` on swift-subprocess: the caller's task waits, no thread blocks. The child leads a process
+    /// group of its own, as with Foundation's `Process`.
+    /// - Parameters:
+    ///   - executable: the program.
+    ///   - arguments: its arguments (no shell is involved).
+    ///   - environment: its whole environment; the runner's own when `nil`.
+    ///   - input: written to its stdin, which is then closed.
+    ///   - forwardStandardError: also copy the child's stderr to ours as it arrives.
     /// - Throws: when the process cannot be started.
     public static func run(
         executable: URL, arguments: [String] = [], environment: [String: String]? = nil, input: Data,

@@ -2,6 +2,7 @@ import Codecs
 import Libpq
 import FunctionRuntime
 import ProcessSupervision
+import TestSupport
 import CaregiverPush
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import ProcessSupervision
+import TestSupport
 import CaregiverPush
 import Foundation
 

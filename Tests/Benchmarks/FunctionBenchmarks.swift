@@ -1,5 +1,6 @@
 import Libpq
 import ProcessSupervision
+import TestSupport
 import CaregiverPush
 import Foundation
 import Logging

@@ -1,5 +1,6 @@
 import Codecs
 import ProcessSupervision
+import TestSupport
 import CaregiverPush
 import FCMEmulator
 import Foundation

@@ -3,6 +3,7 @@ import Curl
 import JOSE
 import FunctionRuntime
 import ProcessSupervision
+import TestSupport
 import CaregiverPush
 import Foundation
 

@@ -3,6 +3,7 @@ import JOSE
 import Libpq
 import Migrations
 import ProcessSupervision
+import TestSupport
 import CaregiverPush
 import Foundation
 import Logging

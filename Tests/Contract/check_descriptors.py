@@ -57,7 +57,6 @@ FIXED = {
     "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT": "the extension's own setting; its default 2773 is the code's",
     "MIGRATIONS_DIR": "the image sets it; on Lambda db-migrate finds migrations/ in its zip",
     "FCM_API_BASE_URL": "tests and the emulator only; production is always https://fcm.googleapis.com",
-    "CUSTOM_RESOURCE_RESPONSE_ORIGIN": "tests and the release check only: db-migrate answers CloudFormation's S3 hosts",
     "FCM_SERVICE_ACCOUNT_FILE": "the runner's and local development's; deployments pass the key as a secret",
     "SSL_CERT_FILE": "the image sets it to its bundle; on Lambda the system store of provided.al2023",
     "SSL_CERT_DIR": "as SSL_CERT_FILE",

@@ -12,8 +12,9 @@ import TestSupport
 #endif
 
 /// `db-migrate`, the CloudFormation custom resource, as CloudFormation drives it: the built executable gets the
-/// request, migrates a real PostgreSQL database, and PUTs its answer to a local server standing for the pre-signed
-/// S3 `ResponseURL` (``PresignedURLFake``), which refuses what S3 would refuse.
+/// request, migrates a real PostgreSQL database, and PUTs its answer to the pre-signed S3 `ResponseURL` of its
+/// region's response bucket, which a local server stands for (``PresignedURLFake``: reached as the HTTPS proxy, with
+/// its own certificate authority) and which refuses what S3 would refuse.
 @Suite("db-migrate custom resource")
 struct DbMigrateTests {
     static let stackID = "arn:aws:cloudformation:us-east-1:123456789012:stack/caregiver-push-dev/5b4c8a40-0000-11ef"
@@ -74,24 +75,15 @@ struct DbMigrateTests {
         return (try? JSONEncoder().encode(JSONValue.object(members))) ?? Data()
     }
 
-    /// Runs the built db-migrate on one event. Its answer may go to the local stand-in named by the event's
-    /// `ResponseURL` (`CUSTOM_RESOURCE_RESPONSE_ORIGIN`), unless `environment` says otherwise.
-    static func run(_ event: Data, _ environment: [String: String?]) throws -> Executables.Run {
-        try Executables.run(
-            "db-migrate", input: event,
-            environment: testEnvironment(
-                [
-                    "MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path,
-                    "CUSTOM_RESOURCE_RESPONSE_ORIGIN": localOrigin(of: event),
-                ].merging(environment) { $1 }))
-    }
-
-    /// `http://127.0.0.1:PORT` of the event's `ResponseURL` when it points at this machine.
-    static func localOrigin(of event: Data) -> String? {
-        guard let url = (try? JSONValue.parse(event))?["ResponseURL"]?.stringValue,
-            let components = URLComponents(string: url), components.host == "127.0.0.1", let port = components.port
-        else { return nil }
-        return "http://127.0.0.1:\(port)"
+    /// Runs the built db-migrate on one event; with `fake`, as deployed in its region with the fake standing for
+    /// CloudFormation's bucket (``PresignedURLFake/environment``). `environment` overrides both.
+    static func run(
+        _ event: Data, via fake: PresignedURLFake? = nil, _ environment: [String: String?]
+    ) throws -> Executables.Run {
+        var all: [String: String?] = ["MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path]
+        all.merge(fake?.environment ?? [:]) { $1 }
+        all.merge(environment) { $1 }
+        return try Executables.run("db-migrate", input: event, environment: testEnvironment(all))
     }
 
     /// The one answer the fake received, checked for what every answer must be.
@@ -101,6 +93,9 @@ struct DbMigrateTests {
         let received = try fake.requests()
         try #require(received.count == 1, "expected one PUT, got \(received.count)", sourceLocation: sourceLocation)
         let answer = received[0]
+        // Through a tunnel to the bucket's host: over TLS, its certificate verified.
+        #expect(answer.tunnel == PresignedURLFake.bucketHost + ":443", sourceLocation: sourceLocation)
+        #expect(answer.headers["host"] == PresignedURLFake.bucketHost, sourceLocation: sourceLocation)
         #expect(answer.method == "PUT" && answer.status == 200, sourceLocation: sourceLocation)
         #expect((answer.headers["content-type"] ?? "").isEmpty, sourceLocation: sourceLocation)
         #expect(answer.query.contains("Signature="), sourceLocation: sourceLocation)
@@ -119,7 +114,7 @@ struct DbMigrateTests {
         let database = try EmptyDatabase()
         let fake = try PresignedURLFake()
         let create = Self.request("Create", responseURL: fake.responseURL)
-        let run = try Self.run(create, ["DATABASE_URL": database.url])
+        let run = try Self.run(create, via: fake, ["DATABASE_URL": database.url])
         #expect(run.result.exitStatus == 0)
         let body = try Self.onlyAnswer(fake, to: create)
         #expect(body["Status"] == .string("SUCCESS"))
@@ -136,7 +131,7 @@ struct DbMigrateTests {
 
         let updateFake = try PresignedURLFake()
         let update = Self.request("Update", responseURL: updateFake.responseURL, physicalResourceID: physicalID)
-        _ = try Self.run(update, ["DATABASE_URL": database.url])
+        _ = try Self.run(update, via: updateFake, ["DATABASE_URL": database.url])
         let updated = try Self.onlyAnswer(updateFake, to: update)
         #expect(updated["Status"] == .string("SUCCESS"))
         #expect(updated["PhysicalResourceId"] == .string(physicalID))
@@ -148,12 +143,13 @@ struct DbMigrateTests {
     func deleteKeepsData() throws {
         let database = try EmptyDatabase()
         let fake = try PresignedURLFake()
-        _ = try Self.run(Self.request("Create", responseURL: fake.responseURL), ["DATABASE_URL": database.url])
+        _ = try Self.run(
+            Self.request("Create", responseURL: fake.responseURL), via: fake, ["DATABASE_URL": database.url])
         let physicalID = try #require(try fake.requests().first?.body?["PhysicalResourceId"]?.stringValue)
         for environment: [String: String?] in [["DATABASE_URL": database.url], ["DATABASE_URL": nil]] {
             let deleteFake = try PresignedURLFake()
             let delete = Self.request("Delete", responseURL: deleteFake.responseURL, physicalResourceID: physicalID)
-            let run = try Self.run(delete, environment)
+            let run = try Self.run(delete, via: deleteFake, environment)
             #expect(run.result.exitStatus == 0)
             let body = try Self.onlyAnswer(deleteFake, to: delete)
             #expect(body["Status"] == .string("SUCCESS"))
@@ -170,7 +166,7 @@ struct DbMigrateTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let fake = try PresignedURLFake()
         let create = Self.request("Create", responseURL: fake.responseURL)
-        let run = try Self.run(create, ["DATABASE_URL": database.url, "MIGRATIONS_DIR": directory.path])
+        let run = try Self.run(create, via: fake, ["DATABASE_URL": database.url, "MIGRATIONS_DIR": directory.path])
         #expect(run.result.exitStatus == 0)
         let body = try Self.onlyAnswer(fake, to: create)
         #expect(body["Status"] == .string("FAILED"))
@@ -188,7 +184,7 @@ struct DbMigrateTests {
         let fake = try PresignedURLFake()
         let url = "postgresql://postgres:hunter2-secret@127.0.0.1:1/caregiver_push"
         let create = Self.request("Create", responseURL: fake.responseURL)
-        let run = try Self.run(create, ["DATABASE_URL": url])
+        let run = try Self.run(create, via: fake, ["DATABASE_URL": url])
         let body = try Self.onlyAnswer(fake, to: create)
         #expect(body["Status"] == .string("FAILED"))
         #expect(body["Reason"]?.stringValue?.contains("DATABASE_URL") == true)
@@ -201,7 +197,7 @@ struct DbMigrateTests {
         let database = try EmptyDatabase()
         let fake = try PresignedURLFake()
         let incomplete = Self.request("Create", responseURL: fake.responseURL, omitting: ["StackId", "RequestId"])
-        _ = try Self.run(incomplete, ["DATABASE_URL": database.url])
+        _ = try Self.run(incomplete, via: fake, ["DATABASE_URL": database.url])
         let received = try fake.requests()
         try #require(received.count == 1)
         #expect(received[0].body?["Status"] == .string("FAILED"))
@@ -209,7 +205,7 @@ struct DbMigrateTests {
 
         let unknownFake = try PresignedURLFake()
         let unknown = Self.request("Replace", responseURL: unknownFake.responseURL)
-        _ = try Self.run(unknown, ["DATABASE_URL": database.url])
+        _ = try Self.run(unknown, via: unknownFake, ["DATABASE_URL": database.url])
         #expect(try Self.onlyAnswer(unknownFake, to: unknown)["Status"] == .string("FAILED"))
         #expect(try database.appliedVersions() == [])
 
@@ -226,7 +222,8 @@ struct DbMigrateTests {
     func retriesThrottledAnswer() throws {
         let database = try EmptyDatabase()
         let fake = try PresignedURLFake(failFirst: 1)
-        let run = try Self.run(Self.request("Create", responseURL: fake.responseURL), ["DATABASE_URL": database.url])
+        let run = try Self.run(
+            Self.request("Create", responseURL: fake.responseURL), via: fake, ["DATABASE_URL": database.url])
         let received = try fake.requests()
         #expect(received.map(\.status) == [503, 200])
         #expect(received.last?.body?["Status"] == .string("SUCCESS"))
@@ -302,9 +299,8 @@ struct DbMigrateTests {
         }
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: portFile) { Thread.sleep(forTimeInterval: 0.05) }
         let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
-        var all = testEnvironment([
-            "MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path, "CUSTOM_RESOURCE_RESPONSE_ORIGIN": fake.origin,
-        ])
+        var all = testEnvironment(["MIGRATIONS_DIR": TestDatabase.migrationsDirectory.path])
+        all.merge(fake.environment) { $1 }
         all.merge(environment) { $1 }
         let worker = try RuntimeAPIWorker("db-migrate", port: port, environment: all)
         defer { worker.stop() }
@@ -320,7 +316,8 @@ struct DbMigrateTests {
     /// A database nobody had migrated, migrated by db-migrate's Create.
     static func migratedDatabase(sourceLocation: SourceLocation = #_sourceLocation) throws -> EmptyDatabase {
         let database = try EmptyDatabase()
-        _ = try run(request("Create", responseURL: try PresignedURLFake().responseURL), ["DATABASE_URL": database.url])
+        let fake = try PresignedURLFake()
+        _ = try run(request("Create", responseURL: fake.responseURL), via: fake, ["DATABASE_URL": database.url])
         #expect(try database.appliedVersions() == shippedVersions, sourceLocation: sourceLocation)
         return database
     }
@@ -429,7 +426,7 @@ struct DbMigrateTests {
         let fake = try PresignedURLFake()
         let update = Self.request("Update", responseURL: fake.responseURL, physicalResourceID: "x")
         let started = Date()
-        let run = try Self.run(update, ["DATABASE_URL": database.url, "MIGRATIONS_DIR": directory.path])
+        let run = try Self.run(update, via: fake, ["DATABASE_URL": database.url, "MIGRATIONS_DIR": directory.path])
         let took = Date().timeIntervalSince(started)
         try reader.query("COMMIT")
         let body = try Self.onlyAnswer(fake, to: update)
@@ -445,9 +442,8 @@ struct DbMigrateTests {
     func responseURLAllowList() throws {
         let database = try EmptyDatabase()
         let fake = try PresignedURLFake()
-        let elsewhere = try PresignedURLFake()
         let urls = [
-            fake.responseURL,  // the stand-in itself, but the origin allowed is another one
+            "http://127.0.0.1:\(fake.port)/x?Signature=x",  // the stand-in itself, as a local address
             "https://169.254.169.254/latest/meta-data/?Signature=x",
             "http://cloudformation-custom-resource-response-useast1.s3.amazonaws.com/x?Signature=x",
             "https://cloudformation-custom-resource-response-useast1.s3.amazonaws.com.evil.example/x?Signature=x",
@@ -461,15 +457,11 @@ struct DbMigrateTests {
             "https://cloudformation-custom-resource-response-useast1.s3-eu-west-1.amazonaws.com/x?Signature=x",
         ]
         for url in urls {
-            let run = try Self.run(
-                Self.request("Create", responseURL: url),
-                [
-                    "DATABASE_URL": database.url, "CUSTOM_RESOURCE_RESPONSE_ORIGIN": elsewhere.origin,
-                    "AWS_REGION": "us-east-1",
-                ])
+            // In us-east-1, the stand-in as the proxy: whatever were sent would reach it.
+            let run = try Self.run(Self.request("Create", responseURL: url), via: fake, ["DATABASE_URL": database.url])
             #expect(try JSONValue.parse(run.result.standardOutput)["status"] == .number(400), "\(url)")
         }
-        #expect(try fake.requests().isEmpty && elsewhere.requests().isEmpty)
+        #expect(try fake.requests().isEmpty)
         #expect(try database.appliedVersions() == [])
     }
 
@@ -482,7 +474,7 @@ struct DbMigrateTests {
         ] {
             let fake = try PresignedURLFake()
             let create = Self.request("Create", responseURL: fake.responseURL)
-            let run = try Self.run(create, ["DATABASE_URL": url])
+            let run = try Self.run(create, via: fake, ["DATABASE_URL": url])
             let body = try Self.onlyAnswer(fake, to: create)
             #expect(body["Status"] == .string("FAILED"))
             let everything =

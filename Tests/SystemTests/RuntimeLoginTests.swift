@@ -153,7 +153,7 @@ final class RuntimeLoginTests {
         let fake = try PresignedURLFake()
         let event = DbMigrateTests.request("Create", responseURL: fake.responseURL)
         let run = try DbMigrateTests.run(
-            event, ["DATABASE_URL": ownerURL, "RUNTIME_DATABASE_URL": runtimeURL])
+            event, via: fake, ["DATABASE_URL": ownerURL, "RUNTIME_DATABASE_URL": runtimeURL])
         let answer = try DbMigrateTests.onlyAnswer(fake, to: event)
         #expect(answer["Status"]?.stringValue == "SUCCESS", "\(run.stderr)")
         let after = try register()

@@ -29,9 +29,6 @@ public final class MigrationsCustomResource: InvocationHandler {
     public var logger: Logger { service.logger }
     /// Where the `NNNNNN_name.up.sql` files are.
     public let migrationsDirectory: URL
-    /// `CUSTOM_RESOURCE_RESPONSE_ORIGIN`: one more origin (`http://127.0.0.1:PORT`) an answer may go to — the local
-    /// stand-in for S3 of the tests and the release check; a deploy never sets it.
-    public let extraResponseOrigin: String?
     /// `AWS_REGION`: the function's region (Lambda sets it). CloudFormation answers through the response bucket of the
     /// stack's region, which is the function's; a bucket of any other region is someone else's to have created (S3
     /// bucket names are first come, first served). Without it no CloudFormation URL is accepted.
@@ -56,22 +53,20 @@ public final class MigrationsCustomResource: InvocationHandler {
     static let lockAttempts = 3
 
     public init(
-        service: CaregiverService, migrationsDirectory: URL, extraResponseOrigin: String? = nil, region: String? = nil
+        service: CaregiverService, migrationsDirectory: URL, region: String? = nil
     ) {
         self.region = region.flatMap { $0.isEmpty ? nil : $0 }
         self.service = service
         self.migrationsDirectory = migrationsDirectory
-        self.extraResponseOrigin = extraResponseOrigin.flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// For tests and in-process hosts: over `configuration`, logging to `logger`, reading no secret.
     public convenience init(
-        configuration: Configuration, logger: Logger, migrationsDirectory: URL, extraResponseOrigin: String? = nil,
-        region: String? = nil
+        configuration: Configuration, logger: Logger, migrationsDirectory: URL, region: String? = nil
     ) {
         self.init(
-            service: CaregiverService(configuration: configuration, logger: logger), migrationsDirectory: migrationsDirectory,
-            extraResponseOrigin: extraResponseOrigin, region: region)
+            service: CaregiverService(configuration: configuration, logger: logger),
+            migrationsDirectory: migrationsDirectory, region: region)
     }
 
     /// `MIGRATIONS_DIR` when set; else `migrations/` in `LAMBDA_TASK_ROOT` (where Lambda unpacks the zip); else
@@ -136,7 +131,7 @@ public final class MigrationsCustomResource: InvocationHandler {
     private func summary(of input: InvocationInput) -> AnyDocument {
         let request: Request
         do {
-            request = try Self.parse(input.eventBytes, extraOrigin: extraResponseOrigin, region: region)
+            request = try Self.parse(input.eventBytes, region: region)
         } catch {
             // Nowhere to answer: the event is not CloudFormation's. Nothing was changed.
             logger.error("event is not a custom-resource request", metadata: ["error": .string(error.detail)])
@@ -162,14 +157,13 @@ public final class MigrationsCustomResource: InvocationHandler {
     }
 
     /// The request's fields; only `ResponseURL` is needed to answer at all (the others are checked by ``outcome``).
-    /// - Parameter extraOrigin: `CUSTOM_RESOURCE_RESPONSE_ORIGIN`, the one origin besides CloudFormation's allowed.
     /// - Throws: a 400 ``Problem`` when the event is not a JSON object with a `ResponseURL` of CloudFormation's
     ///   (nothing is run and nothing is sent: whoever may invoke the function cannot make it send to any address).
     /// - Parameter region: `AWS_REGION`; CloudFormation's URLs are accepted only for this region's bucket.
-    static func parse(_ bytes: [UInt8], extraOrigin: String?, region: String?) throws(Problem) -> Request {
+    static func parse(_ bytes: [UInt8], region: String?) throws(Problem) -> Request {
         let members = try Problem.eventMembers(bytes, expected: "a CloudFormation custom-resource request")
         guard let url = members["ResponseURL"]?.stringValue, url.utf8.count <= 8192,
-            isCloudFormationResponseURL(url, region: region) || extraOrigin.map({ url.hasPrefix($0 + "/") }) == true
+            isCloudFormationResponseURL(url, region: region)
         else {
             throw .badRequest(
                 "The event has no ResponseURL of CloudFormation's: it is not a CloudFormation custom-resource request.")

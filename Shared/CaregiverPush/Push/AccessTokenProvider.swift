@@ -30,8 +30,6 @@ public final class AccessTokenProvider {
     /// with other line breaks derives the same key).
     private let sealingKey: [UInt8]
     private var cached: (token: String, expiresAt: Date)?
-    /// Tokens this provider minted itself (for tests and benchmarks).
-    public private(set) var mintCount = 0
 
     /// - Throws: ``ConfigurationError`` when the key's `private_key` is not a usable RSA key.
     public init(
@@ -145,7 +143,6 @@ public final class AccessTokenProvider {
             method: "POST", url: account.tokenURI,
             headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Accept", "application/json")],
             body: Array(form.utf8), responseBodyLimit: 64 * 1024, trust: trust)
-        mintCount += 1
         let response: CurlResponse
         switch CurlClient.perform(request, timeoutMilliseconds: timeoutMilliseconds) {
         case .success(let value): response = value

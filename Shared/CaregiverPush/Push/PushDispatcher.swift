@@ -118,11 +118,6 @@ public struct PushDispatcher {
         return report
     }
 
-    /// Exponential back-off with jitter (``RetryPolicy/backoff(afterAttempt:retryAfter:)`` with this type's limits).
-    func backoff(afterAttempt attempt: Int, retryAfter: TimeInterval?) -> Duration {
-        RetryPolicy().backoff(afterAttempt: attempt, retryAfter: retryAfter)
-    }
-
     /// A mint holds the shared advisory lock across its HTTP call: never longer than one statement may run, nor
     /// past the deadline.
     func mintTimeout(until deadline: ContinuousClock.Instant) -> Int {

@@ -14,37 +14,26 @@ public final class CurlClient {
     /// Streams on one HTTP/2 connection: what FCM allows (and libcurl is told to use at most).
     public static let streamsPerConnection = 100
 
-    /// What the client knows of one origin's HTTP/2 connections.
-    private struct Origin {
-        /// `false` once a response came back over HTTP/1.x: libcurl's per-host pool then governs alone.
-        var multiplexes = true
-        /// Connections up (handshake done) and kept by libcurl's pool.
-        var connections = 0
-        /// Transfers opening a connection of their own whose handshake is not done yet.
-        var connecting = 0
-        /// Transfers on the wire, the connecting ones included.
-        var inFlight = 0
+    /// A transfer waiting to start.
+    private struct Waiting {
+        let request: CurlRequest
+        let tag: Int
     }
 
     private let multi: UnsafeMutableRawPointer
     private let maxConnectionsPerHost: Int
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
-    private var pending:
-        [(
-            due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
-            notAfter: ContinuousClock.Instant?
-        )] = []
-    private var origins: [String: Origin] = [:]
+    /// What waits to start, and when it may (the start-due rules).
+    private var waiting: StartSchedule<Waiting>
+    /// What the client knows of each origin's HTTP/2 connections, for the stream cap.
+    private var origins: [String: StartSchedule<Waiting>.Streams] = [:]
     /// Transfers opening a connection whose handshake has not been seen done yet: the only ones
     /// ``noteConnectedOpeners()`` looks at, not every transfer on the wire.
     private var openers: [CurlTransfer] = []
-    /// The earliest instant a waiting transfer is due or must be given up (`notAfter`): before it, a pass of the loop
-    /// has nothing to start and does not walk `pending`.
-    private var nextPendingEvent: ContinuousClock.Instant?
     /// New connections opened by all transfers so far.
     public private(set) var connectionsOpened = 0
     /// No transfer starts before this instant: the server asked us to slow down (``throttle(until:)``).
-    public private(set) var pausedUntil: ContinuousClock.Instant?
+    public var pausedUntil: ContinuousClock.Instant? { waiting.pausedUntil }
 
     /// The process's first client loads libcurl (nothing before it does: a process that sends nothing never maps it).
     /// - Parameter maxConnectionsPerHost: connections per host. 100 by default, the pool Google's Admin SDKs keep
@@ -57,6 +46,8 @@ public final class CurlClient {
         guard let multi = ccurl_multi_init() else { throw CurlError(.setupFailed) }
         self.multi = multi
         self.maxConnectionsPerHost = max(maxConnectionsPerHost, 1)
+        waiting = StartSchedule(
+            streamsPerConnection: Self.streamsPerConnection, maxConnectionsPerHost: self.maxConnectionsPerHost)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, self.maxConnectionsPerHost)
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, Self.streamsPerConnection)
@@ -81,37 +72,18 @@ public final class CurlClient {
         _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant = .now, timeoutMilliseconds: Int,
         notAfter: ContinuousClock.Instant? = nil
     ) {
-        let start = max(due, pausedUntil ?? due)
-        pending.append((start, request, tag, timeoutMilliseconds, notAfter))
-        let event = notAfter.map { min($0, start) } ?? start
-        nextPendingEvent = nextPendingEvent.map { min($0, event) } ?? event
+        waiting.add(
+            Waiting(request: request, tag: tag), due: due, timeoutMilliseconds: timeoutMilliseconds, notAfter: notAfter,
+            stream: request.multiplexes ? String(request.origin) : nil)
     }
 
     /// Transfers scheduled and not yet done: waiting to start, or on the wire.
-    public var outstanding: Int { pending.count + active.count }
+    public var outstanding: Int { waiting.count + active.count }
 
     /// Client-side throttling: nothing waiting starts before `instant`, and nothing scheduled later either, for as
     /// long as this client lives (a warm process keeps it). Transfers already on the wire are not recalled.
     public func throttle(until instant: ContinuousClock.Instant) {
-        guard instant > (pausedUntil ?? .now) else { return }
-        pausedUntil = instant
-        pending = pending.map { item in (max(item.due, instant), item.request, item.tag, item.timeout, item.notAfter) }
-        nextPendingEvent = Self.earliestEvent(of: pending)
-    }
-
-    /// The earliest due or `notAfter` instant of `items`.
-    private static func earliestEvent(
-        of items: [(
-            due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
-            notAfter: ContinuousClock.Instant?
-        )]
-    ) -> ContinuousClock.Instant? {
-        var earliest: ContinuousClock.Instant?
-        for item in items {
-            let event = item.notAfter.map { min($0, item.due) } ?? item.due
-            earliest = earliest.map { min($0, event) } ?? event
-        }
-        return earliest
+        waiting.pause(until: instant, now: .now)
     }
 
     /// Runs every scheduled transfer to completion, calling `completion` once per transfer (on this thread).
@@ -121,94 +93,61 @@ public final class CurlClient {
         until deadline: ContinuousClock.Instant,
         completion: (_ tag: Int, _ result: Result<CurlResponse, CurlError>) -> Void
     ) {
-        while !pending.isEmpty || !active.isEmpty {
+        while !waiting.isEmpty || !active.isEmpty {
             let now = ContinuousClock.now
             if now >= deadline {
-                abandonAll(completion: completion)
+                abandonAll(now: now, deadline: deadline, completion: completion)
                 return
             }
-            startDueTransfers(now: now, completion: completion)
+            startDueTransfers(now: now, deadline: deadline, completion: completion)
             var running: Int32 = 0
             _ = ccurl_multi_perform(multi, &running)
             noteConnectedOpeners()
             collectFinished(completion: completion)
             let wait = waitTime(now: ContinuousClock.now, deadline: deadline)
             if active.isEmpty {
-                if !pending.isEmpty { sleep(for: wait) }
+                if !waiting.isEmpty { sleep(for: wait) }
             } else {
                 _ = ccurl_multi_poll(multi, nil, 0, Int32(wait.milliseconds), nil)
             }
         }
     }
 
+    /// Starts what ``waiting`` says is due: the other transfers on an origin's connections as its stream cap
+    /// allows, and a new connection for those beyond them. A start that fails (a transfer libcurl cannot set up)
+    /// completes at once; the pass had counted it on the wire for the transfers after it, the next pass does not.
     private func startDueTransfers(
-        now: ContinuousClock.Instant, completion: (Int, Result<CurlResponse, CurlError>) -> Void
+        now: ContinuousClock.Instant, deadline: ContinuousClock.Instant,
+        completion: (Int, Result<CurlResponse, CurlError>) -> Void
     ) {
-        // Nothing due and nothing to give up yet: the pass leaves `pending` as it is (a paced sweep keeps thousands
-        // waiting, and the loop wakes for every response).
-        guard let next = nextPendingEvent, next <= now else { return }
-        var remaining:
-            [(
-                due: ContinuousClock.Instant, request: CurlRequest, tag: Int, timeout: Int,
-                notAfter: ContinuousClock.Instant?
-            )] = []
-        /// Per origin, transfers of this pass waiting for a connection that is being opened.
-        var waitingForOpeners: [String: Int] = [:]
-        // A completion called below may schedule more (a retry, a sender's next lease): it goes to `pending`, kept
-        // behind what still waits.
-        let items = pending
-        pending = []
-        for item in items {
-            if let notAfter = item.notAfter, max(item.due, now) >= notAfter {
+        // A completion called below may schedule more (a retry, a sender's next lease): it waits behind what still
+        // waits.
+        for verdict in waiting.pass(at: now, deadline: deadline, origins: origins) {
+            switch verdict {
+            case .refused(let item):
                 completion(item.tag, .failure(CurlError(.notStarted)))
-                continue
-            }
-            guard item.due <= now else {
-                remaining.append(item)
-                continue
-            }
-            var timeout = item.timeout
-            if let notAfter = item.notAfter { timeout = max(min(timeout, (notAfter - now).milliseconds), 1) }
-            var opensConnection = false
-            let key = String(item.request.origin)
-            let origin = origins[key] ?? Origin()
-            if item.request.multiplexes, origin.multiplexes {
-                let freeStreams =
-                    origin.connections * Self.streamsPerConnection - (origin.inFlight - origin.connecting)
-                if freeStreams <= 0 {
-                    // Streams of the connections being opened, less the opener's own.
-                    let comingStreams = origin.connecting * (Self.streamsPerConnection - 1)
-                    if waitingForOpeners[key, default: 0] < comingStreams
-                        || origin.connections + origin.connecting >= maxConnectionsPerHost
-                    {
-                        waitingForOpeners[key, default: 0] += 1
-                        remaining.append(item)
+            case .start(let item, let timeout, let opensConnection):
+                do {
+                    let transfer = try CurlTransfer(
+                        request: item.request, tag: item.tag, timeoutMilliseconds: timeout,
+                        opensConnection: opensConnection)
+                    guard ccurl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
+                        completion(item.tag, .failure(CurlError(.setupFailed)))
                         continue
                     }
-                    opensConnection = true
+                    let key = String(item.request.origin)
+                    active[transfer.handle] = transfer
+                    transfer.origin = key
+                    origins[key, default: .init()].inFlight += 1
+                    if opensConnection {
+                        origins[key, default: .init()].connecting += 1
+                        openers.append(transfer)
+                    }
+                } catch {
+                    completion(item.tag, .failure(error))
                 }
-            }
-            do {
-                let transfer = try CurlTransfer(
-                    request: item.request, tag: item.tag, timeoutMilliseconds: timeout,
-                    opensConnection: opensConnection)
-                guard ccurl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
-                    completion(item.tag, .failure(CurlError(.setupFailed)))
-                    continue
-                }
-                active[transfer.handle] = transfer
-                transfer.origin = key
-                origins[key, default: Origin()].inFlight += 1
-                if opensConnection {
-                    origins[key, default: Origin()].connecting += 1
-                    openers.append(transfer)
-                }
-            } catch {
-                completion(item.tag, .failure(error))
             }
         }
-        pending = remaining + pending
-        nextPendingEvent = Self.earliestEvent(of: pending)
     }
 
     /// Counts the connections whose handshake finished since the last look: their streams are free for the
@@ -262,26 +201,26 @@ public final class CurlClient {
 
     /// At the deadline: what was on the wire may have reached the server (`deadlineExceeded`); what never started
     /// certainly did not (`notStarted`).
-    private func abandonAll(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
+    private func abandonAll(
+        now: ContinuousClock.Instant, deadline: ContinuousClock.Instant,
+        completion: (Int, Result<CurlResponse, CurlError>) -> Void
+    ) {
         let onTheWire = active.values.map(\.tag)
-        let neverStarted = pending.map(\.tag)
+        // At the deadline the pass starts nothing: it refuses everything still waiting.
+        let neverStarted = waiting.pass(at: now, deadline: deadline).map(\.item.tag)
         for (handle, transfer) in active {
             ccurl_multi_remove_handle(multi, handle)
             noteFinished(transfer, code: CURLE_OPERATION_TIMEDOUT)
         }
         active.removeAll()
-        pending.removeAll()
         openers.removeAll()
-        nextPendingEvent = nil
         for tag in onTheWire { completion(tag, .failure(CurlError(.deadlineExceeded))) }
         for tag in neverStarted { completion(tag, .failure(CurlError(.notStarted))) }
     }
 
     /// How long to wait for sockets: until the next scheduled start or the deadline, at most a second.
     private func waitTime(now: ContinuousClock.Instant, deadline: ContinuousClock.Instant) -> Duration {
-        var wait = min(Duration.seconds(1), deadline - now)
-        if let next = nextPendingEvent { wait = min(wait, next - now) }
-        return max(wait, .milliseconds(1))
+        max(min(Duration.seconds(1), waiting.nextLook(deadline: deadline) - now), .milliseconds(1))
     }
 
     private func sleep(for duration: Duration) {

@@ -106,14 +106,15 @@ struct FCMSendOutcomeTests {
 
     @Test("back-off doubles per attempt with jitter, and never undercuts Retry-After")
     func backoff() {
-        let dispatcher = PushDispatcher(configuration: Configuration(environment: [:]), logger: .init(label: "t"))
+        // The policy a sender runs with: its limits, and a random jitter.
+        let policy = RetryPolicy()
         for attempt in 1...4 {
             let full = 0.5 * pow(2, Double(attempt - 1))
             for _ in 0..<20 {
-                let delay = Double(dispatcher.backoff(afterAttempt: attempt, retryAfter: nil).milliseconds) / 1000
+                let delay = Double(policy.backoff(afterAttempt: attempt, retryAfter: nil).milliseconds) / 1000
                 #expect(delay >= full / 2 - 0.002 && delay <= full + 0.002)
             }
         }
-        #expect(dispatcher.backoff(afterAttempt: 1, retryAfter: 3).milliseconds >= 3000)
+        #expect(policy.backoff(afterAttempt: 1, retryAfter: 3).milliseconds >= 3000)
     }
 }

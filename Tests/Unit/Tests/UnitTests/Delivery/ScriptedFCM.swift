@@ -1,12 +1,13 @@
 import Codecs
 @testable import CaregiverPush
-import Curl
+@testable import Curl
 
 /// Stands where FCM (and the process's HTTP client) would: it answers each request as the test scripts it, after a
-/// scripted delay, on a ``ManualClock`` that it moves from one request's start or end to the next. It keeps a
-/// client's rules — a request never starts before its due instant or during a sender pause, never after its
-/// `notAfter` (`.notStarted`), its attempt ends at its timeout (`.timedOut`), and at the run's deadline what is on the
-/// wire ends `.deadlineExceeded` and what waits `.notStarted` — so a delivery run needs no curl and no network.
+/// scripted delay, on a ``ManualClock`` that it moves from one request's start or end to the next. When a request
+/// may start is the client's own ``StartSchedule`` — never before its due instant or during a sender pause, never
+/// after its `notAfter` (`.notStarted`), nothing after the run's deadline (`.notStarted`) — without its stream cap
+/// (there are no connections here); an attempt ends at its timeout (`.timedOut`), and at the run's deadline what is
+/// on the wire ends `.deadlineExceeded`. So a delivery run needs no curl and no network.
 final class ScriptedFCM: DeliveryTransport {
     /// What FCM does with one request.
     enum Answer {
@@ -40,11 +41,8 @@ final class ScriptedFCM: DeliveryTransport {
     }
 
     private struct Waiting {
-        let due: ContinuousClock.Instant
         let request: CurlRequest
         let tag: Int
-        let timeout: Int
-        let notAfter: ContinuousClock.Instant?
     }
 
     private struct OnTheWire {
@@ -56,9 +54,10 @@ final class ScriptedFCM: DeliveryTransport {
     let clock: ManualClock
     private let answer: (Received) -> Answer
     private(set) var received: [Received] = []
-    private var waiting: [Waiting] = []
+    private var waiting = StartSchedule<Waiting>(
+        streamsPerConnection: CurlClient.streamsPerConnection, maxConnectionsPerHost: 100)
     private var onTheWire: [OnTheWire] = []
-    private(set) var pausedUntil: ContinuousClock.Instant?
+    var pausedUntil: ContinuousClock.Instant? { waiting.pausedUntil }
 
     init(clock: ManualClock, answer: @escaping (Received) -> Answer) {
         self.clock = clock
@@ -71,22 +70,15 @@ final class ScriptedFCM: DeliveryTransport {
     func requests(to deviceToken: String) -> [Received] { received.filter { $0.deviceToken == deviceToken } }
 
     func throttle(until instant: ContinuousClock.Instant) {
-        guard instant > (pausedUntil ?? clock.now) else { return }
-        pausedUntil = instant
-        waiting = waiting.map {
-            Waiting(
-                due: max($0.due, instant), request: $0.request, tag: $0.tag, timeout: $0.timeout, notAfter: $0.notAfter)
-        }
+        waiting.pause(until: instant, now: clock.now)
     }
 
     func schedule(
         _ request: CurlRequest, tag: Int, at due: ContinuousClock.Instant, timeoutMilliseconds: Int,
         notAfter: ContinuousClock.Instant?
     ) {
-        waiting.append(
-            Waiting(
-                due: max(due, pausedUntil ?? due), request: request, tag: tag, timeout: timeoutMilliseconds,
-                notAfter: notAfter))
+        waiting.add(
+            Waiting(request: request, tag: tag), due: due, timeoutMilliseconds: timeoutMilliseconds, notAfter: notAfter)
     }
 
     func run(
@@ -95,35 +87,27 @@ final class ScriptedFCM: DeliveryTransport {
     ) {
         while !waiting.isEmpty || !onTheWire.isEmpty {
             if clock.now >= deadline {
-                abandonAll(completion: completion)
+                abandonAll(deadline: deadline, completion: completion)
                 return
             }
-            startDue(completion: completion)
+            startDue(deadline: deadline, completion: completion)
             finishDone(completion: completion)
-            // A request that can no longer start in time is reported at the next pass, as a client does.
-            let now = clock.now
-            let starts = waiting.map { item in item.notAfter.map { max(item.due, now) >= $0 } == true ? now : item.due }
-            guard let next = (starts + onTheWire.map(\.endsAt)).min() else { return }
+            let next = ([waiting.nextLook(deadline: deadline)] + onTheWire.map(\.endsAt)).min() ?? deadline
             clock.advance(to: min(next, deadline))
         }
     }
 
-    private func startDue(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
+    private func startDue(
+        deadline: ContinuousClock.Instant, completion: (Int, Result<CurlResponse, CurlError>) -> Void
+    ) {
         let now = clock.now
-        let items = waiting
-        waiting = []
-        var remaining: [Waiting] = []
-        for item in items {
-            if let notAfter = item.notAfter, max(item.due, now) >= notAfter {
-                completion(item.tag, .failure(CurlError(.notStarted)))
+        // What a completion schedules meanwhile waits behind what was already waiting.
+        for verdict in waiting.pass(at: now, deadline: deadline) {
+            guard case .start(let item, let timeoutMilliseconds, _) = verdict else {
+                completion(verdict.item.tag, .failure(CurlError(.notStarted)))
                 continue
             }
-            guard item.due <= now else {
-                remaining.append(item)
-                continue
-            }
-            var timeout = Duration.milliseconds(item.timeout)
-            if let notAfter = item.notAfter { timeout = min(timeout, notAfter - now) }
+            let timeout = Duration.milliseconds(timeoutMilliseconds)
             let body = try? JSONValue.parse(item.request.body)
             let deviceToken = body?["message"]?["token"]?.stringValue ?? ""
             let authorization = item.request.headers.first { $0.name == "Authorization" }?.value ?? ""
@@ -146,8 +130,6 @@ final class ScriptedFCM: DeliveryTransport {
                         result: .failure(CurlError(after > timeout ? .timedOut : kind))))
             }
         }
-        // What a completion scheduled meanwhile waits behind what was already waiting.
-        waiting = remaining + waiting
     }
 
     private func finishDone(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
@@ -159,11 +141,12 @@ final class ScriptedFCM: DeliveryTransport {
         }
     }
 
-    private func abandonAll(completion: (Int, Result<CurlResponse, CurlError>) -> Void) {
+    private func abandonAll(
+        deadline: ContinuousClock.Instant, completion: (Int, Result<CurlResponse, CurlError>) -> Void
+    ) {
         let wire = onTheWire.map(\.tag)
-        let neverStarted = waiting.map(\.tag)
+        let neverStarted = waiting.pass(at: clock.now, deadline: deadline).map(\.item.tag)
         onTheWire = []
-        waiting = []
         for tag in wire { completion(tag, .failure(CurlError(.deadlineExceeded))) }
         for tag in neverStarted { completion(tag, .failure(CurlError(.notStarted))) }
     }
