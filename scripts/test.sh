@@ -6,8 +6,9 @@
 #   scripts/test.sh                 everything (lint, the docs' quoted figures, contract and descriptor checks, the
 #                                   release and image checks, both passes, the client consumer, the leak scan)
 #   scripts/test.sh ARGS…           `swift test ARGS…` only (e.g. --filter PoolerTests, --filter '^DatabaseTests\.')
-#   scripts/test.sh --unit [ARGS]   the docs' quoted figures, then the UnitTests target only: no database, no
-#                                   process (make test-unit)
+#   scripts/test.sh --unit [ARGS]   the unit kind (make test-unit): the docs' quoted figures, the domain's floor
+#                                   plan, then the platform's tests (Shared/Platform) and the unit package's
+#                                   (Tests/Unit): no database, no process, no server framework built
 #   scripts/test.sh --pooled [ARGS] the pooled pass only (ARGS default: --filter with its suites)
 #   scripts/test.sh --kit [ARGS]    the app kit's package only (Client/: `swift test ARGS…` there), then the consumer
 #                                   by path and by URL
@@ -112,6 +113,23 @@ run_kit_remote_check() (
         --scratch-path .build/client-consumer-remote -Xswiftc -suppress-warnings
 )
 
+# The unit kind: two packages of their own, each with its own build folder — the platform's tests, and the domain's
+# unit tests (Tests/Unit), which build only the domain and the platform. Then the proof: no module of Hummingbird or
+# NIO was compiled for them (their build folders hold no object file of either).
+run_unit_kind() {
+    local package scratch
+    for package in Shared/Platform Tests/Unit; do
+        scratch=.build/unit-$(basename "$package" | tr '[:upper:]' '[:lower:]')
+        swift build --build-tests --package-path "$package" --scratch-path "$scratch" \
+            --explicit-target-dependency-import-check error
+        swift test --skip-build --package-path "$package" --scratch-path "$scratch" "$@"
+        if find "$scratch" -path '*/debug/Hummingbird*.build/*.o' -o -path '*/debug/NIO*.build/*.o' | grep -q .; then
+            echo "test: the unit kind built Hummingbird or NIO ($scratch)" >&2
+            exit 1
+        fi
+    done
+}
+
 run_tests() {
     # Lint first (whole runs): swift-format, from the toolchain, in strict mode over every Swift file (make lint).
     if [ "$#" -eq 0 ]; then
@@ -124,6 +142,13 @@ run_tests() {
     # dependency closure (ManifestImportsTests checks the rest, both ways). On the build line, whose failure stops
     # the script: `swift test` would carry on after it. The test targets are built here too, so they are checked.
     phase build swift build --build-tests --explicit-target-dependency-import-check error
+    # Whole runs: the domain's folders point one way, each shipped product links only what it may, and the unit
+    # kind (the platform's tests and the domain's, packages of their own) passes.
+    if [ "$#" -eq 0 ]; then
+        phase floor-plan python3 scripts/floor-plan.py
+        phase link-check python3 scripts/link-check.py --bin "$(swift build --show-bin-path)"
+        phase unit run_unit_kind
+    fi
     FUNCTIONS_BIN_DIR=$(swift build --show-bin-path)
     # Everything the functions and the runner say during the run is kept here for the leak scan at the end.
     LEAK_CAPTURE_DIR=$PWD/.build/leak-capture
@@ -187,11 +212,10 @@ run_tests() {
 }
 
 if [ "${1:-}" = "--unit" ]; then
-    # No database and no process: build the test bundle and run the UnitTests target alone.
     shift
     python3 scripts/doc-figures.py --check
-    swift build --build-tests --explicit-target-dependency-import-check error
-    exec swift test --skip-build --filter '^UnitTests\.' "$@"
+    python3 scripts/floor-plan.py
+    run_unit_kind "$@"
 elif [ "${1:-}" = "--inside" ]; then
     shift
     run_tests "$@"

@@ -2,7 +2,7 @@ import Foundation
 
 /// The source checkout the tests run from (found from this file's path), for the tests that read its files.
 public enum Repository {
-    /// The checkout's root (`Tests/TestSupport/Repository.swift` three levels up).
+    /// The checkout's root (`Tests/TestFixtures/Repository.swift` three levels up).
     public static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 }

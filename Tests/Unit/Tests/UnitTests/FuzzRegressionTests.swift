@@ -63,8 +63,7 @@ struct FuzzRegressionTests {
 /// Where the fuzz package keeps its inputs, found from this file's path (the tests run from a source checkout).
 enum FuzzInputs {
     /// `Tests/Fuzz`.
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fuzz")
+    static let root = Repository.root.appendingPathComponent("Tests/Fuzz")
     static var jwksFile: URL { FuzzFixture.jwksFile(fuzzPackageRoot: root) }
 
     static func corpus(_ target: String) -> URL { root.appendingPathComponent("Corpus/\(target)") }
