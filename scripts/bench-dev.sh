@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench's edit-loop section: how long from saving a file to the first response that runs the new
 # code, under `runner dev` (cold mode, its source watcher), for an endpoint file (Functions/PushRegister/main.swift:
-# one function relinks) and a shared file (Shared/CaregiverPush/Function/CaregiverFunction.swift: the CaregiverPush
+# one function relinks) and a shared file (Shared/CaregiverPush/Service/Service.swift: the CaregiverPush
 # module recompiles and every function relinks); then where that time goes. Writes BENCH_DEV_OUTPUT (default
 # docs/benchmarks-dev.md; then the figures README.md and docs/development.md quote from it are rewritten:
 # scripts/doc-figures.py --write).
@@ -17,7 +17,7 @@ repo=$PWD
 edits=${BENCH_DEV_EDITS:-3}
 output=${BENCH_DEV_OUTPUT:-docs/benchmarks-dev.md}
 endpoint=Functions/PushRegister/main.swift
-shared=Shared/CaregiverPush/Function/CaregiverFunction.swift
+shared=Shared/CaregiverPush/Service/Service.swift
 
 scripts/install-deps.sh
 swift build

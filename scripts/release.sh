@@ -31,7 +31,7 @@ fi
 scratch=${RELEASE_SCRATCH_PATH:-.build}
 dist=${RELEASE_DIST:-dist}
 [ ${#functions[@]} -gt 0 ] || { echo "release: no functions found in infra/functions.json" >&2; exit 1; }
-# Loaded with dlopen on first use (Shared/C/CCurl), so not among the binary's DT_NEEDED: bundled by name, with the
+# Loaded with dlopen on first use (Shared/Platform/C/CCurl), so not among the binary's DT_NEEDED: bundled by name, with the
 # closure of their own dependencies, from where this machine's loader finds them.
 dlopened=(libcurl.so.4)
 dlopened_paths=()

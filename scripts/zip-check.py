@@ -6,7 +6,7 @@ file must be either the host's (glibc's own, libgcc_s) or a file in the zip's li
 (AL2023's is GCC 11's, older than the build machine's: it is linked statically) and libgcc_s no more than GCC_7.0.0. Prints one line per zip with
 its size and the highest glibc version anything in it needs, then `N passed, N failed`.
 
-The libraries `bootstrap` loads with dlopen on first use (libcurl.so.4: Shared/C/CCurl) are not among its DT_NEEDED,
+The libraries `bootstrap` loads with dlopen on first use (libcurl.so.4: Shared/Platform/C/CCurl) are not among its DT_NEEDED,
 so they are checked by name: each must be in lib/, its whole dependency closure must resolve to the host's or lib/,
 and `bootstrap` must not need it (it would be mapped at exec again).
 

@@ -96,12 +96,12 @@ CODE_FILES = [
     "Shared/CaregiverPush/Config/Configuration.swift",
     "Shared/CaregiverPush/Config/Configuration+Secrets.swift",
     "Shared/CaregiverPush/Config/RuntimeSecrets.swift",
-    "Shared/FunctionRuntime/FunctionHost.swift",
-    "Shared/FunctionRuntime/Logging/LogFormat.swift",
-    "Shared/FunctionRuntime/Secrets/SecretsExtension.swift",
-    "Shared/Migrations/MigrationsCustomResource.swift",
+    "Shared/Platform/FunctionRuntime/FunctionHost.swift",
+    "Shared/Platform/FunctionRuntime/Logging/LogFormat.swift",
+    "Shared/Platform/FunctionRuntime/Secrets/SecretsExtension.swift",
+    "Shared/CaregiverPush/Deploy/MigrationsCustomResource.swift",
     "Shared/Migrations/RuntimeLogin.swift",
-    "Shared/Curl/TrustStore.swift",
+    "Shared/Platform/Curl/TrustStore.swift",
 ]
 
 

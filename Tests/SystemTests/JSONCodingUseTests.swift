@@ -10,7 +10,7 @@ import TestSupport
 struct JSONCodingUseTests {
     /// The server's production code (the app kit in `Client/` is a package of its own with its own needs).
     static let directories = ["Shared", "Gateway", "runner", "Functions"]
-    static let owner = "Shared/Codecs/JSON/JSONCoding.swift"
+    static let owner = "Shared/Platform/Codecs/JSON/JSONCoding.swift"
 
     @Test("no production Swift file but JSONCoding.swift makes a JSONEncoder")
     func oneEncoder() throws {

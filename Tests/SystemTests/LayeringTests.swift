@@ -36,8 +36,8 @@ struct LayeringTests {
     func noFoundationImport() throws {
         let root = TestDatabase.repositoryRoot
         let folders = [
-            "Shared/Codecs", "Shared/Libpq", "Shared/Curl", "Shared/OpenSSLCrypto", "Shared/JOSE",
-            "Shared/FunctionRuntime",
+            "Shared/Platform/Codecs", "Shared/Platform/Libpq", "Shared/Platform/Curl", "Shared/Platform/OpenSSLCrypto",
+            "Shared/Platform/JOSE", "Shared/Platform/FunctionRuntime",
             "Shared/CaregiverPush", "Shared/Migrations", "Functions", "Client/PushPayloadContract",
         ]
         var checked = 0

@@ -4,7 +4,7 @@ import Testing
 import TestFixtures
 import TestSupport
 
-/// libcurl is loaded (dlopen, Shared/C/CCurl) by the first HTTP client of a process, not at exec: a function that
+/// libcurl is loaded (dlopen, Shared/Platform/C/CCurl) by the first HTTP client of a process, not at exec: a function that
 /// sends nothing never maps it. What the dynamic loader opened is read from its own trace (`LD_DEBUG=files`,
 /// written to `LD_DEBUG_OUTPUT.<pid>`, not to the function's stderr): each library it opens gets a line
 /// `file=NAME [0];  needed by …` when linked at exec, `file=NAME [0];  dynamically loaded by …` when dlopen'ed.

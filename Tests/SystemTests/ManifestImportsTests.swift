@@ -26,14 +26,23 @@ struct ManifestImportsTests {
         let declared: Set<String>
     }
 
+    /// The service's packages: the root, the platform (Shared/Platform) and the unit kind (Tests/Unit).
+    static let packages = ["", "Shared/Platform", "Tests/Unit"]
+
+    /// Every target of every one of the service's packages.
     static func manifest() throws -> [Target] {
+        try packages.flatMap { try manifest(of: $0) }
+    }
+
+    static func manifest(of package: String) throws -> [Target] {
         // A scratch path of its own: the `swift test` running this holds the lock on the checkout's `.build`.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dump-package-\(UUID())")
         defer { try? FileManager.default.removeItem(at: scratch) }
+        let packageRoot = package.isEmpty ? Repository.root : Repository.root.appendingPathComponent(package)
         let result = try ChildProcess.run(
             executable: URL(fileURLWithPath: "/usr/bin/env"),
             arguments: [
-                "swift", "package", "--package-path", Repository.root.path, "--scratch-path", scratch.path,
+                "swift", "package", "--package-path", packageRoot.path, "--scratch-path", scratch.path,
                 "dump-package",
             ],
             input: Data())
@@ -46,7 +55,7 @@ struct ManifestImportsTests {
             let type = try #require(target["type"]?.stringValue)
             let defaultRoot = type == "test" ? "Tests" : "Sources"
             let path = target["path"]?.stringValue ?? "\(defaultRoot)/\(name)"
-            let directory = Repository.root.appendingPathComponent(path)
+            let directory = packageRoot.appendingPathComponent(path)
             var declared: Set<String> = []
             for dependency in target["dependencies"]?.arrayValue ?? [] {
                 // {"byName": [name, condition]}, {"target": [name, condition]}, {"product": [name, package, …]}:
@@ -112,7 +121,7 @@ struct ManifestImportsTests {
         let targets = try Self.manifest()
         // The walk is real: the domain, the functions and the test targets are all there.
         #expect(targets.contains { $0.name == "CaregiverPush" } && targets.contains { $0.name == "PushRegister" })
-        #expect(targets.filter { $0.type == "test" }.count >= 5)
+        #expect(targets.filter { $0.type == "test" }.count >= 6)
         var mismatches: [String] = []
         for target in targets where target.type != "system" {
             let imported = try Self.importedModules(of: target)
@@ -160,7 +169,7 @@ struct ManifestImportsTests {
     func fuzzChecksAreOneFile() throws {
         let link = Repository.root.appendingPathComponent("Tests/Fuzz/Sources/FuzzChecks/FuzzChecks.swift")
         let destination = try FileManager.default.destinationOfSymbolicLink(atPath: link.path)
-        #expect(destination == "../../../UnitTests/Fuzz/FuzzChecks.swift")
+        #expect(destination == "../../../Unit/Tests/UnitTests/Fuzz/FuzzChecks.swift")
         #expect(FileManager.default.fileExists(atPath: link.resolvingSymlinksInPath().path))
     }
 }

@@ -1,7 +1,7 @@
-import Libpq
-import JOSE
-import FunctionRuntime
 import FoundationEssentials
+import FunctionRuntime
+import JOSE
+import Libpq
 import Logging
 
 /// Turns an `Authorization` header into a ``Principal`` (docs/behaviour.md#auth), or a 401 that never says which check
@@ -164,5 +164,32 @@ public final class Authenticator {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingOptionalWhitespace()
         return token.isEmpty ? nil : token
+    }
+}
+
+/// Who is calling, once their bearer token has been verified.
+public enum Principal: Sendable, Equatable {
+    /// A caregiver: the `sub` of a verified Supabase access token.
+    case caregiver(id: UUID)
+    /// A patient, through an unrevoked, unexpired session token.
+    case patient(id: AppID, sessionID: AppID)
+
+    /// The caregiver's id, or 403 for a patient (a valid patient token on a caregiver-only endpoint:
+    /// docs/behaviour.md#access).
+    public func requireCaregiver() throws(Problem) -> UUID {
+        switch self {
+        case .caregiver(let id): return id
+        case .patient: throw .forbidden("This endpoint is for caregivers.")
+        }
+    }
+}
+
+extension FieldValidator {
+    /// `patientId`: required for a caregiver, optional for a patient.
+    mutating func patientID(for principal: Principal) -> AppID? {
+        if case .caregiver = principal {
+            return appID("patientId", required: true)
+        }
+        return appID("patientId", required: false)
     }
 }

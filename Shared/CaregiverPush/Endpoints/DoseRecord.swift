@@ -15,7 +15,8 @@ public struct DoseRecord: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<RecordResponse<DoseRecordBody>>
     ) throws -> Responded {
-        let principal = try context.authenticate(request)
+        let principal = try context.authenticator.authenticate(
+            request, database: context.database, now: context.now, logger: context.logger)
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
 

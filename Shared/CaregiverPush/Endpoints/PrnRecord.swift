@@ -30,7 +30,8 @@ public struct PrnRecord: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<RecordResponse<PRNRecordBody>>
     ) throws -> Responded {
-        let principal = try context.authenticate(request)
+        let principal = try context.authenticator.authenticate(
+            request, database: context.database, now: context.now, logger: context.logger)
         let fields = try Self.validate(
             RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
             now: context.now)

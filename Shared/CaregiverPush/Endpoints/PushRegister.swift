@@ -37,7 +37,9 @@ public struct PushRegister: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<Response>
     ) throws -> Responded {
-        let caregiverID = try context.authenticate(request).requireCaregiver()
+        let caregiverID = try context.authenticator.authenticate(
+            request, database: context.database, now: context.now, logger: context.logger
+        ).requireCaregiver()
         let body = try RequestBody(request)
         let registration = try Self.validate(body)
         if try Self.isStatusOnly(body) {

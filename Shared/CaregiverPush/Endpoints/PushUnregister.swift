@@ -15,7 +15,9 @@ public struct PushUnregister: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<OKBody>
     ) throws -> Responded {
-        let caregiverID = try context.authenticate(request).requireCaregiver()
+        let caregiverID = try context.authenticator.authenticate(
+            request, database: context.database, now: context.now, logger: context.logger
+        ).requireCaregiver()
         let token = try Self.validate(RequestBody(request))
         let disabled = try PushDeviceRegistry(connection: context.database.connection())
             .unregister(token: token, caregiverID: caregiverID)

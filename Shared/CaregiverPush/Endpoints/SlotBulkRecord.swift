@@ -17,7 +17,8 @@ public struct SlotBulkRecord: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<SlotRecordResponse>
     ) throws -> Responded {
-        let principal = try context.authenticate(request)
+        let principal = try context.authenticator.authenticate(
+            request, database: context.database, now: context.now, logger: context.logger)
         let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
         let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
 

@@ -83,7 +83,9 @@ public struct PushDispatcher {
             log.warning("push deferred to the sweep: no time left before the deadline")
             return DeliveryReport(skippedReason: "deadline")
         }
-        guard let provider = push.tokenProvider(logger: log) else { return DeliveryReport(skippedReason: "service account") }
+        guard let provider = push.tokenProvider(logger: log) else {
+            return DeliveryReport(skippedReason: "service account")
+        }
         let client: CurlClient
         let accessToken: String
         do {

@@ -193,13 +193,3 @@ public struct PatientAccess: Sendable, Equatable {
 
     static let notFound = Problem.notFound("No such patient.")
 }
-
-extension FieldValidator {
-    /// `patientId`: required for a caregiver, optional for a patient.
-    mutating func patientID(for principal: Principal) -> AppID? {
-        if case .caregiver = principal {
-            return appID("patientId", required: true)
-        }
-        return appID("patientId", required: false)
-    }
-}

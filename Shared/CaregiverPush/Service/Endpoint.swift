@@ -68,10 +68,11 @@ public final class InvocationContext {
     public let configuration: Configuration
     public let logger: Logger
     public let database: DatabaseSession
-    /// The process's FCM credentials and access token, loaded on first use.
-    public let push: PushResources
-    /// The process's caregiver-token keys.
-    public let authenticator: Authenticator
+    /// The process's FCM credentials and access token, made on first use.
+    public var push: PushResources { service.push }
+    /// The process's caregiver-token keys, made on first use.
+    public var authenticator: Authenticator { service.authenticator }
+    private let service: CaregiverService
     public let requestID: String
     /// The invocation's "now", fixed at its start so that every check of one request agrees.
     public let now: Date
@@ -82,23 +83,18 @@ public final class InvocationContext {
     public let metrics: InvocationMetrics
 
     public init(
-        service: CaregiverService, logger: Logger, requestID: String, now: Date, deadline: ContinuousClock.Instant? = nil,
+        service: CaregiverService, logger: Logger, requestID: String, now: Date,
+        deadline: ContinuousClock.Instant? = nil,
         metrics: InvocationMetrics = InvocationMetrics()
     ) {
         configuration = service.configuration
         self.logger = logger
         database = service.database
-        push = service.push
-        authenticator = service.authenticator
+        self.service = service
         self.requestID = requestID
         self.now = now
         self.deadline = deadline
         self.metrics = metrics
-    }
-
-    /// The principal the request's bearer token proves (``Authenticator/authenticate(_:database:now:logger:)``).
-    public func authenticate(_ request: FunctionRequest) throws -> Principal {
-        try authenticator.authenticate(request, database: database, now: now, logger: logger)
     }
 }
 

@@ -55,7 +55,7 @@ public final class EndpointHandler<E: Endpoint>: InvocationHandler {
             try requireEdge(event, logger: log)
             let request = try FunctionRequest(
                 event: event, method: endpoint.method, requestID: requestID, bodyLimit: Self.bodyLimit)
-            try service.configuration.requireFunctionBasics()
+            if let misconfiguration = service.misconfiguration { throw misconfiguration }
             _ = try endpoint.handle(request, context: context, writer: endpointWriter)
         } catch {
             guard !endpointWriter.hasResponded else {

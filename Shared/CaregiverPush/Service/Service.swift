@@ -17,10 +17,13 @@ public final class CaregiverService {
     public private(set) var configuration: Configuration
     /// The database connection: opened on first use, kept by a warm process.
     public private(set) var database: DatabaseSession
-    /// The FCM credentials and access token, loaded on first use.
-    public private(set) var push: PushResources
-    /// The caregiver-token keys: `SUPABASE_JWKS` parsed once, the `SUPABASE_JWKS_URL` copy kept.
-    public private(set) var authenticator: Authenticator
+    /// The FCM credentials and access token, made on first use (after a recording's response).
+    public private(set) lazy var push = PushResources(configuration: configuration)
+    /// The caregiver-token keys, made on first use: `SUPABASE_JWKS` parsed once, the `SUPABASE_JWKS_URL` copy kept.
+    public private(set) lazy var authenticator = Authenticator(configuration: configuration)
+    /// What makes the configuration unusable for a function (no database URL, no way to verify tokens, …), found
+    /// once per configuration and answered to every request as the 500 that names it.
+    public private(set) var misconfiguration: ConfigurationError?
     private let secrets: RuntimeSecrets?
 
     /// Runs `endpoint` for this process and exits.
@@ -50,8 +53,7 @@ public final class CaregiverService {
             configuration = Configuration(environment: environment)
         }
         database = DatabaseSession(configuration: configuration)
-        push = PushResources(configuration: configuration)
-        authenticator = Authenticator(configuration: configuration)
+        misconfiguration = Self.misconfiguration(of: configuration)
         reportRefusedValues()
     }
 
@@ -62,8 +64,7 @@ public final class CaregiverService {
         self.configuration = configuration
         secrets = nil
         self.database = database ?? DatabaseSession(configuration: configuration)
-        push = PushResources(configuration: configuration)
-        authenticator = Authenticator(configuration: configuration)
+        misconfiguration = Self.misconfiguration(of: configuration)
     }
 
     /// The time an invocation must have left for a refresh after it: three secrets at 1 s each, and a margin.
@@ -92,7 +93,17 @@ public final class CaregiverService {
         database = DatabaseSession(configuration: renewed)
         push = PushResources(configuration: renewed)
         authenticator = Authenticator(configuration: renewed)
+        misconfiguration = Self.misconfiguration(of: renewed)
         reportRefusedValues()
+    }
+
+    private static func misconfiguration(of configuration: Configuration) -> ConfigurationError? {
+        do {
+            try configuration.requireFunctionBasics()
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// One-shot mode's end: the database connection is closed.

@@ -2,7 +2,7 @@ import CCurl
 import FoundationEssentials
 
 /// One HTTP request as libcurl performs it: owns the `CURL` easy handle, its header list and the buffer the
-/// response is written into. Part of the thin libcurl binding; nothing outside `Shared/Curl` sees a pointer.
+/// response is written into. Part of the thin libcurl binding; nothing outside `Shared/Platform/Curl` sees a pointer.
 final class CurlTransfer {
     /// Collects what libcurl hands the write and header callbacks. Reached from C through an unretained pointer,
     /// so the transfer keeps it alive for as long as the easy handle exists.

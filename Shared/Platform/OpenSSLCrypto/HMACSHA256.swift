@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// HMAC-SHA-256 (RFC 2104) over OpenSSL's low-level SHA-256 (`copenssl_hmac_sha256` in Shared/C/COpenSSL).
+/// HMAC-SHA-256 (RFC 2104) over OpenSSL's low-level SHA-256 (`copenssl_hmac_sha256` in Shared/Platform/C/COpenSSL).
 ///
 /// Not OpenSSL's `HMAC()`: that goes through EVP, whose first use in a process loads OpenSSL's configuration and
 /// default provider, about a million instructions a cold function would pay for one token check.

@@ -1,7 +1,7 @@
 import Codecs
 import COpenSSL
 
-/// SHA-256 (FIPS 180-4) over OpenSSL's low-level SHA-256 (`copenssl_sha256` in Shared/C/COpenSSL): not
+/// SHA-256 (FIPS 180-4) over OpenSSL's low-level SHA-256 (`copenssl_sha256` in Shared/Platform/C/COpenSSL): not
 /// `EVP_Digest`, whose first use in a process loads OpenSSL's configuration and default provider.
 public enum SHA256 {
     /// The length of a digest in bytes.

@@ -3,7 +3,6 @@
 import Foundation
 import Testing
 
-
 @Suite("base64url and base64")
 struct Base64Tests {
     @Test("base64url round-trips every length from 0 to 64 bytes")

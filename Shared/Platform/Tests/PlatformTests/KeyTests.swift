@@ -4,7 +4,6 @@
 import Foundation
 import Testing
 
-
 @Suite("RSA and P-256 keys")
 struct KeyTests {
     private let message = Array("header.payload".utf8)
