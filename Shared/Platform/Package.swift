@@ -37,8 +37,7 @@ let package = Package(
             name: "FunctionRuntime", dependencies: ["Codecs", "Curl", logging], path: "FunctionRuntime",
             swiftSettings: strict),
         .testTarget(
-            name: "PlatformTests",
-            dependencies: ["Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime", logging],
+            name: "PlatformTests", dependencies: ["Codecs", "Curl", "OpenSSLCrypto", "JOSE"],
             swiftSettings: strict),
     ]
 )

@@ -16,7 +16,6 @@ let package = Package(
     dependencies: [
         .package(name: "caregiver-push", path: "../.."),
         .package(name: "caregiver-push-platform", path: "../../Shared/Platform"),
-        .package(name: "caregiver-push-client", path: "../../Client"),
         // Already a dependency of the root package (same requirement).
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
@@ -31,7 +30,6 @@ let package = Package(
                 .product(name: "OpenSSLCrypto", package: "caregiver-push-platform"),
                 .product(name: "JOSE", package: "caregiver-push-platform"),
                 .product(name: "FunctionRuntime", package: "caregiver-push-platform"),
-                .product(name: "PushPayloadContract", package: "caregiver-push-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
