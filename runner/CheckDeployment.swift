@@ -86,7 +86,8 @@ struct DeploymentCheck {
         configuration.fcmValidationTopic = Self.topic
         let session = DatabaseSession(configuration: configuration)
         defer { session.close() }
-        let resources = CaregiverService(configuration: configuration, logger: Logger(label: "check"), database: session)
+        let resources = CaregiverService(
+            configuration: configuration, logger: Logger(label: "check"), database: session)
         let run = Run(
             configuration: configuration, resources: resources, householdsURL: householdsURL,
             caregiverToken: caregiverToken)
@@ -120,8 +121,7 @@ struct DeploymentCheck {
         /// The step under way, for an error no step expected.
         private(set) var step = Step.runtimeLogin
 
-        init(configuration: Configuration, resources: CaregiverService, householdsURL: String, caregiverToken: String)
-        {
+        init(configuration: Configuration, resources: CaregiverService, householdsURL: String, caregiverToken: String) {
             self.configuration = configuration
             self.resources = resources
             self.householdsURL = householdsURL

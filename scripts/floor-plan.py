@@ -5,7 +5,8 @@ A folder refers to another when one of its files names a top-level type, a free 
 declared in the other folder only (comments and string literals removed first). Types and free functions count wherever their name
 appears; a member (a method, property or case declared inside a type or an extension) counts when it is used as
 `.name` and no other folder of the domain declares a member of that name. The references are listed, folder by
-folder; any pair that refers both ways fails the check (exit 1), with the files and names that make each direction.
+folder; any pair that refers both ways fails the check (exit 1), with the files and names that make each direction,
+and so does any longer cycle; otherwise the folders' order, bottom to top, is printed.
 
     scripts/floor-plan.py [ROOT]        ROOT defaults to Shared/CaregiverPush
 """
@@ -125,9 +126,40 @@ def main() -> int:
             for x, y in ((a, b), (b, a)):
                 for name, used in sorted(refs[(x, y)].items()):
                     print(f"    {x}/{name} -> {y}: {', '.join(sorted(used))}", file=sys.stderr)
+    # Longer cycles too (A → B → C → A): the folders must have an order, bottom to top.
+    graph = defaultdict(set)
+    for a, b in refs:
+        graph[a].add(b)
+    state, stack, cycles = {}, [], []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for folder in folders:
+        if folder not in state:
+            visit(folder)
+    for cycle in cycles:
+        if len(cycle) > 3:
+            failed += 1
+            print(f"floor-plan: the folders refer round in a cycle: {' -> '.join(cycle)}", file=sys.stderr)
     if failed:
-        print(f"floor-plan: {failed} two-way pair(s); each folder must point one way", file=sys.stderr)
+        print(f"floor-plan: {failed} cycle(s); each folder must point one way", file=sys.stderr)
         return 1
+    order = []
+    placed = set()
+    while len(placed) < len(folders):
+        ready = sorted(f for f in folders if f not in placed and graph[f] - {f} <= placed)
+        order += ready
+        placed.update(ready)
+    print("floor-plan: one way, bottom to top: " + " < ".join(order))
     return 0
 
 

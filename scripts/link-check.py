@@ -25,8 +25,8 @@ DOMAIN = {"CaregiverPush", "JOSE", "FCMEmulator", "TestSupport"}
 SERVER = {"Hummingbird", "HummingbirdCore", "HummingbirdHTTP2", "NIOCore", "NIOPosix", "NIOSSL", "FCMEmulator",
           "ProcessSupervision", "FunctionGateway"}
 FORBIDDEN = {"gateway": DOMAIN}
-FUNCTIONS = ["push-register", "push-unregister", "dose-record", "slot-bulk-record", "prn-record", "push-sweep",
-             "db-migrate"]
+# Every function of the function list (infra/functions.json).
+FUNCTIONS = [f["name"] for f in json.loads((ROOT / "infra/functions.json").read_text())["functions"]]
 for name in FUNCTIONS:
     FORBIDDEN[name] = SERVER
 

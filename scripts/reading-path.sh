@@ -72,9 +72,11 @@ event /api/push/register "{\"token\":\"reading-path-device-token\",\"platform\":
 grep -q "\"statusCode\":200" "$work/register.out" || { echo "reading-path: register failed: $(cat $work/register.out)" >&2; exit 1; }
 yesterday=$(TZ=Asia/Tokyo date -d yesterday +%F)
 event /api/dose-records "{\"patientId\":\"33333333-3333-4333-8333-000000000001\",\"medicationId\":\"44444444-4444-4444-8444-000000000001\",\"scheduledAt\":\"${yesterday}T08:00:00+09:00\"}" >"$work/event.json"
-TRACE_OUT=$work/trace.txt gdb -batch -ex "set pagination off" -ex "set confirm off" -x scripts/reading-path.gdb.py \
+nm --defined-only -l "$bin/dose-record" >"$work/functions.txt" 2>/dev/null
+NM_LIST=$work/functions.txt TRACE_OUT=$work/trace.txt gdb -batch -ex "set pagination off" -ex "set confirm off" -x scripts/reading-path.gdb.py \
     -ex "run < $work/event.json > $work/response.json" "$bin/dose-record" >"$work/gdb.log" 2>&1
 grep -q "\"statusCode\":200" "$work/response.json" || { echo "reading-path: dose-record did not answer 200: $(cat $work/response.json)" >&2; exit 1; }
+cp "$work/trace.txt" "${output%.md}.trace"
 python3 scripts/reading-path.py "$work/trace.txt" >"$output"
 cat "$output"
 ' reading-path "$bin" "$output"

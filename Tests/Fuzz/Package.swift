@@ -6,9 +6,9 @@ import PackageDescription
 /// `-sanitize=fuzzer,address -parse-as-library` into `.build-fuzz` and runs each for a bounded time.
 ///
 /// A package of its own, because every target in it is compiled with the fuzzer's instrumentation and entry point,
-/// which the root package's executables and tests must not be. The checks live in `FuzzChecks`, a file the root
-/// package's `FuzzRegressionTests` compiles too (through a symbolic link), so `swift test` replays every seed and
-/// regression input with the same assertions, without libFuzzer.
+/// which the root package's executables and tests must not be. The checks live in `FuzzChecks`, a file the unit
+/// package's `FuzzRegressionTests` (Tests/Unit) compiles too (through a symbolic link), so its `swift test` replays
+/// every seed and regression input with the same assertions, without libFuzzer.
 let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
     .enableUpcomingFeature("ExistentialAny"),

@@ -186,8 +186,8 @@ struct DocsTests {
         #expect(broken.isEmpty, "\(broken)")
     }
 
-    /// The Swift targets Package.swift declares by hand (the C shims and the generated function targets aside).
-    /// The targets the service's three manifests declare: the root's, the platform's and the unit kind's.
+    /// The Swift targets the service's three manifests declare (the root's, the platform's and the unit kind's), the C
+    /// shims and the generated function targets aside.
     static func packageTargets() throws -> Set<String> {
         var names: Set<String> = []
         for path in ["Package.swift", "Shared/Platform/Package.swift", "Tests/Unit/Package.swift"] {

@@ -54,6 +54,11 @@ struct FunctionListTests {
         #expect(table.function(named: "db-migrate")?.deploy == "customResource")
     }
 
+    @Test("the domain's FunctionName cases are the table's functions, in its order")
+    func functionNamesAreTheTable() {
+        #expect(FunctionName.allCases.map(\.rawValue) == Self.names)
+    }
+
     @Test("the push outbox's sources are the recording functions of the table")
     func outboxSourcesAreTableFunctions() {
         for source in [PushOutbox.Source.doseRecord, .slotBulkRecord, .prnRecord] {

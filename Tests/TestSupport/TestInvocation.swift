@@ -66,7 +66,7 @@ package struct Invocation {
     package var json: JSONValue? { try? JSONValue.parse(response.body) }
 }
 
-/// Invokes an endpoint in-process through the same ``FunctionHandler`` the executables use; `now` is the
+/// Invokes an endpoint in-process through the same ``EndpointHandler`` the executables use; `now` is the
 /// invocation's clock, as a host hands it over (the wall clock unless a test fixes the instant).
 package func invoke(
     _ endpoint: some Endpoint, event: Data, environment: [String: String] = testEnvironment(), now: Date = Date()
@@ -93,7 +93,8 @@ package func invokeInProcess(
     _ = TestDatabase.migrated
     let captured = CapturedLog()
     let configuration = Configuration(environment: environment)
-    let service = CaregiverService(configuration: configuration, logger: captured.logger(function: endpoint.functionName))
+    let service = CaregiverService(
+        configuration: configuration, logger: captured.logger(function: endpoint.functionName))
     let handler = EndpointHandler(endpoint, service: service)
     let database = service.database
     defer { database.close() }

@@ -89,6 +89,8 @@ public final class ResponseWriter<Response: Encodable & Sendable> {
     private let logger: Logger
     /// Whether a response was handed to ``write(_:)`` (delivered or not).
     public private(set) var hasResponded = false
+    /// Whether the response reached its destination (``write(_:)`` returned without throwing).
+    public private(set) var delivered = false
     /// The response as written, kept by an in-memory writer.
     public private(set) var response: Response?
 
@@ -137,6 +139,7 @@ public final class ResponseWriter<Response: Encodable & Sendable> {
                 throw ResponseNotDelivered()
             }
         }
+        delivered = true
     }
 }
 
@@ -176,7 +179,7 @@ public enum FunctionHost {
         exit(runOnce(handler))
     }
 
-    /// One-shot mode. Returns the exit status: 0 once a response was written, 1 when none could be.
+    /// One-shot mode. Returns the exit status: 0 once a response was written, 1 when none was or it could not be.
     static func runOnce<H: InvocationHandler>(_ handler: H) -> Int32 {
         let started = ContinuousClock.now
         let metrics = InvocationMetrics()
@@ -191,6 +194,8 @@ public enum FunctionHost {
             handler.logger.critical("the handler returned without a response")
             return 1
         }
+        // Not delivered (not encodable, stdout gone): the writer has logged why; the host sees the exit status.
+        guard writer.delivered else { return 1 }
         handler.finish()
         emitMetrics(metrics, handler: handler, started: started)
         return 0

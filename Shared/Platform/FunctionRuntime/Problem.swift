@@ -1,8 +1,8 @@
 import Codecs
 /// An RFC 9457 problem: the body of every non-2xx response.
 ///
-/// Endpoints throw problems (or errors that ``ProblemConvertible`` turns into one); ``FunctionHandler`` is the one
-/// place that turns them into `application/problem+json`. Anything else that is thrown becomes a bare 500.
+/// Endpoints throw problems (or errors that ``ProblemConvertible`` turns into one); the application's handler is the
+/// one place that turns them into `application/problem+json`. Anything else that is thrown becomes a bare 500.
 public struct Problem: Error, Equatable, Sendable {
     /// One invalid field of a request body.
     public struct FieldError: Codable, Equatable, Sendable {

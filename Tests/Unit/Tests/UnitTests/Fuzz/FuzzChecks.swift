@@ -43,7 +43,7 @@ public enum FuzzFixture {
 
 // MARK: - envelope
 
-/// The `envelope` target: raw bytes as a function's stdin → ``FunctionHandler/handle(_:resources:respond:)``.
+/// The `envelope` target: raw bytes as a function's stdin → ``EndpointHandler/handle(_:writer:)``.
 ///
 /// Invariants: the response always comes back (no crash, no trap) with one of the statuses the envelope and the
 /// validators produce — never a 500, since configuration is complete and nothing can fail; `x-request-id` is
