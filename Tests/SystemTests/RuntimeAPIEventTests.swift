@@ -2,6 +2,7 @@ import Codecs
 import CaregiverPush
 import Foundation
 import Testing
+import TestFixtures
 import TestSupport
 
 #if canImport(Glibc)
@@ -17,8 +18,11 @@ struct RuntimeAPIEventTests {
     /// the file named by the second argument (with the client's port, which names its connection; each `next`'s
     /// port goes to that file + ".next"), writes its port to the first, and holds `next` once all are out.
     static let fakeRuntimeAPI = #"""
-        import http.server, json, sys, threading, time, uuid
+        import http.server, json, os, sys, threading, time, uuid
         port_file, answers_file = sys.argv[1], sys.argv[2]
+        # REFUSE_RESPONSES=1: every `/response` is refused with a 500, as the Runtime API refuses a result it cannot
+        # take (an invocation already answered, or timed out).
+        refuse = os.environ.get("REFUSE_RESPONSES") == "1"
         events = [open(path, "rb").read() for path in sys.argv[3:]]
         lock = threading.Lock()
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -46,7 +50,7 @@ struct RuntimeAPIEventTests {
                 with lock, open(answers_file, "a") as answers:
                     answers.write(json.dumps({"kind": kind, "body": body.decode("utf-8", "replace"),
                                               "port": self.client_address[1]}) + "\n")
-                self.send_response(202)
+                self.send_response(500 if refuse and kind == "response" else 202)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -116,6 +120,73 @@ struct RuntimeAPIEventTests {
         #expect(nexts.count >= events.count && ports.count == 1, "connections (client ports): \(ports)")
         #expect(statuses == [413, 413, 413, 413, 400, 401])
         // Still waiting for its next event, not gone.
+        #expect(worker.isRunning)
+    }
+
+    @Test("a response the Runtime API refuses is not taken as delivered: the recording's push is not sent after it")
+    func refusedResponseSendsNoPush() throws {
+        let fake = try FCMFake()
+        let token = makeDeviceToken()
+        let (patientToken, body) = try TestDatabase.with { connection in
+            let patient = try Seed.patient(connection)
+            let caregiver = UUID()
+            try Seed.link(connection, caregiver: caregiver, patient: patient)
+            try Seed.registerDevice(token, caregiver: caregiver, connection: connection)
+            let medication = try Seed.medication(connection, patient: patient, times: ["08:00"])
+            return (
+                try Seed.session(connection, patient: patient),
+                json([
+                    "medicationId": .string(medication.uuidString),
+                    "scheduledAt": .string(TokyoDay.instant(TokyoDay.offset(-1), "08:00")),
+                ])
+            )
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("runtime-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let eventFile = directory.appendingPathComponent("event.json")
+        try makeEvent(path: "/api/dose-records", bearer: patientToken, body: body).write(to: eventFile)
+        let portFile = directory.appendingPathComponent("port").path
+        let answersFile = directory.appendingPathComponent("answers").path
+        let api = Process()
+        api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        api.arguments = ["python3", "-c", Self.fakeRuntimeAPI, portFile, answersFile, eventFile.path]
+        api.environment = ProcessInfo.processInfo.environment.merging(["REFUSE_RESPONSES": "1"]) { $1 }
+        api.standardInput = FileHandle.nullDevice
+        api.standardOutput = FileHandle.nullDevice
+        try api.run()
+        defer {
+            kill(api.processIdentifier, SIGKILL)
+            api.waitUntilExit()
+        }
+        func waitFor(_ ready: () -> Bool) {
+            for _ in 0..<600 where !ready() { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        waitFor { FileManager.default.fileExists(atPath: portFile) }
+        let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
+        let worker = try RuntimeAPIWorker("dose-record", port: port, environment: fake.environment())
+        defer { worker.stop() }
+        let nexts = answersFile + ".next"
+        // Its answer was posted (and refused); then the worker asks for its next event: the invocation is over.
+        waitFor { ((try? String(contentsOfFile: nexts, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2 }
+        let answers = ((try? String(contentsOfFile: answersFile, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(answers.count == 1, "\(answers)")
+        let answer = try JSONValue.parse(Array((answers.first ?? "").utf8))
+        #expect(answer["kind"] == .string("response"))
+        let document = try JSONValue.parse(Array((answer["body"]?.stringValue ?? "").utf8))
+        #expect(document["statusCode"]?.integerValue == 200)
+        // The dose is recorded and its push owed (push-sweep sends it), but nothing was sent after the refusal.
+        #expect(try fake.messages(to: [token]).isEmpty)
+        let statuses = try TestDatabase.with { connection in
+            try connection.query(
+                """
+                SELECT d.status FROM caregiver_push.push_deliveries d
+                JOIN caregiver_push.push_devices v ON v.id = d.push_device_id
+                WHERE v.token = \(token)
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+        }
+        #expect(statuses == ["PENDING"])
         #expect(worker.isRunning)
     }
 }
