@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-dev bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz
+.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-dev bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz reading-path
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -118,3 +118,9 @@ clean:
 	@# As root with a checkout postgres cannot reach, .data/postgres and .data/pgbouncer link to the cluster's home.
 	for link in $(DEV_PG_DIR) .data/pgbouncer; do if [ -L "$$link" ]; then rm -rf "$$(readlink -f "$$link")"; fi; done
 	rm -rf .build .build-lever-* .data
+
+## make reading-path: the reading path of one dose-record (one-shot, caregiver token, push owed), measured with gdb
+## against a throwaway PostgreSQL and the FCM emulator: the files a newcomer opens in execution order and the jumps
+## back, to stdout and through the push (scripts/reading-path.sh → bench-out/reading-path.md). Needs gdb.
+reading-path: build
+	scripts/reading-path.sh bench-out/reading-path.md
