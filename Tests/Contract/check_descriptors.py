@@ -94,7 +94,6 @@ LAMBDA_ONLY = {"SECRETS_REFRESH_SECONDS", "EDGE_ORIGIN_SECRET", "EDGE_ORIGIN_SEC
 LIBPQ = {"PGSSLMODE", "PGSSLROOTCERT"}
 CODE_FILES = [
     "Shared/CaregiverPush/Config/Configuration.swift",
-    "Shared/CaregiverPush/Config/Configuration+Secrets.swift",
     "Shared/CaregiverPush/Config/RuntimeSecrets.swift",
     "Shared/Platform/FunctionRuntime/FunctionHost.swift",
     "Shared/Platform/FunctionRuntime/Logging/LogFormat.swift",
