@@ -126,10 +126,10 @@ public final class EndpointWriter<Response: Encodable & Sendable> {
         return Responded()
     }
 
-    /// Answers 200 with the response `makeResponse` makes of what was recorded (and whether it was recorded now,
-    /// or before), then sends the push the recording
-    /// owes (none when it was recorded before) with the invocation's own resources, stopping before its deadline:
-    /// what is not sent by then stays for `push-sweep`. The caller never waits for FCM.
+    /// Answers 200 with the response `makeResponse` makes of what was recorded (and whether it was recorded now, or
+    /// before), then sends the push the recording owes (none when it was recorded before) with the invocation's own
+    /// resources, stopping before its deadline: what is not sent by then stays for `push-sweep`. The caller never
+    /// waits for FCM; an answer that was not delivered sends nothing (the push stays owed, for the sweep).
     func respond<Value>(
         _ recorded: Recorded<Value>, _ makeResponse: (Value, _ recordedNow: Bool) throws -> Response
     ) throws -> Responded {
