@@ -299,9 +299,16 @@ public struct PRNRecordBody: Codable, Sendable, Equatable {
 extension FieldValidator {
     /// `takenAt`, defaulting to now, within the plausible window of ``DoseRules/takenAtWindow(now:scheduledAt:)``.
     /// - Parameter scheduledAt: the dose's scheduled instant, when the request names one (it bounds the window).
+    ///   Without a `takenAt`, now must lie in the window too: a scheduled dose more than 24 hours ahead is on a date
+    ///   after today in Tokyo, and refused as such here (the answer the endpoint's own schedule check gives).
     mutating func takenAt(now: Date, scheduledAt: Date? = nil) -> (date: Date, text: String?) {
-        guard let given = instant("takenAt", required: false) else { return (now, nil) }
         let window = DoseRules.takenAtWindow(now: now, scheduledAt: scheduledAt)
+        guard let given = instant("takenAt", required: false) else {
+            if scheduledAt != nil, !window.contains(now) {
+                reject("scheduledAt", "scheduledAt may not be on a date after today (Asia/Tokyo)")
+            }
+            return (now, nil)
+        }
         guard given.date <= window.upperBound else {
             reject("takenAt", "takenAt may not be more than 5 minutes in the future")
             return (now, given.text)
