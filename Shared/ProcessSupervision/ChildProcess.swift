@@ -38,8 +38,8 @@ public enum ChildProcess {
         }
     }
 
-    /// What the readers gather, behind a lock.
-    private final class Collected: Sendable {
+    /// What the readers gather, behind a lock (the async run here, and the tests' synchronous one).
+    package final class Collected: Sendable {
         private struct State {
             var standardOutput = Data()
             var standardError = Data()
@@ -48,7 +48,9 @@ public enum ChildProcess {
         }
         private let state = Mutex(State())
 
-        func finishStandardOutput(_ data: Data) {
+        package init() {}
+
+        package func finishStandardOutput(_ data: Data) {
             let now = ContinuousClock.now
             let date = Date()
             state.withLock {
@@ -58,11 +60,11 @@ public enum ChildProcess {
             }
         }
 
-        func appendStandardError(_ data: Data) {
+        package func appendStandardError(_ data: Data) {
             state.withLock { $0.standardError.append(data) }
         }
 
-        func result(exitStatus: Int32, exitedAt: ContinuousClock.Instant, exitedAtDate: Date) -> Result {
+        package func result(exitStatus: Int32, exitedAt: ContinuousClock.Instant, exitedAtDate: Date) -> Result {
             state.withLock {
                 Result(
                     exitStatus: exitStatus, standardOutput: $0.standardOutput, standardError: $0.standardError,

@@ -61,6 +61,38 @@ struct RuntimeAPIEventTests {
         server.serve_forever()
         """#
 
+    /// Starts ``fakeRuntimeAPI`` in `directory` (its `port` and `answers` files there) handing out `events` (files),
+    /// and waits for its port.
+    static func startFakeRuntimeAPI(in directory: URL, events: [String], refusingResponses: Bool = false) throws -> (
+        Process, Int
+    ) {
+        let portFile = directory.appendingPathComponent("port").path
+        let answersFile = directory.appendingPathComponent("answers").path
+        let api = Process()
+        api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        api.arguments = ["python3", "-c", fakeRuntimeAPI, portFile, answersFile] + events
+        if refusingResponses {
+            api.environment = ProcessInfo.processInfo.environment.merging(["REFUSE_RESPONSES": "1"]) { $1 }
+        }
+        api.standardInput = FileHandle.nullDevice
+        api.standardOutput = FileHandle.nullDevice
+        try api.run()
+        waitFor { FileManager.default.fileExists(atPath: portFile) }
+        guard let port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap({ Int($0) }) else {
+            kill(api.processIdentifier, SIGKILL)
+            api.waitUntilExit()
+            throw FakeAPIWroteNoPort()
+        }
+        return (api, port)
+    }
+
+    struct FakeAPIWroteNoPort: Error {}
+
+    /// Polls `ready` every 50 ms for at most 30 s.
+    static func waitFor(_ ready: () -> Bool) {
+        for _ in 0..<600 where !ready() { Thread.sleep(forTimeInterval: 0.05) }
+    }
+
     @Test(
         "2 MiB events, a 7 MiB one and non-JSON get 413/400 problems; the worker stays up for the next event, every next and answer on one kept-alive connection"
     )
@@ -81,30 +113,19 @@ struct RuntimeAPIEventTests {
             try event.write(to: file)
             paths.append(file.path)
         }
-        let portFile = directory.appendingPathComponent("port").path
         let answersFile = directory.appendingPathComponent("answers").path
-        let api = Process()
-        api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        api.arguments = ["python3", "-c", Self.fakeRuntimeAPI, portFile, answersFile] + paths
-        api.standardInput = FileHandle.nullDevice
-        api.standardOutput = FileHandle.nullDevice
-        try api.run()
+        let (api, port) = try Self.startFakeRuntimeAPI(in: directory, events: paths)
         defer {
             kill(api.processIdentifier, SIGKILL)
             api.waitUntilExit()
         }
-        func waitFor(_ ready: () -> Bool) {
-            for _ in 0..<600 where !ready() { Thread.sleep(forTimeInterval: 0.05) }
-        }
-        waitFor { FileManager.default.fileExists(atPath: portFile) }
-        let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
 
         let worker = try RuntimeAPIWorker("push-register", port: port, environment: testEnvironment())
         defer { worker.stop() }
         func answers() -> [String] {
             ((try? String(contentsOfFile: answersFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
-        waitFor { answers().count >= events.count }
+        Self.waitFor { answers().count >= events.count }
         var statuses: [Int] = []
         var ports: Set<Int> = []
         for line in answers() {
@@ -146,29 +167,17 @@ struct RuntimeAPIEventTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let eventFile = directory.appendingPathComponent("event.json")
         try makeEvent(path: "/api/dose-records", bearer: patientToken, body: body).write(to: eventFile)
-        let portFile = directory.appendingPathComponent("port").path
         let answersFile = directory.appendingPathComponent("answers").path
-        let api = Process()
-        api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        api.arguments = ["python3", "-c", Self.fakeRuntimeAPI, portFile, answersFile, eventFile.path]
-        api.environment = ProcessInfo.processInfo.environment.merging(["REFUSE_RESPONSES": "1"]) { $1 }
-        api.standardInput = FileHandle.nullDevice
-        api.standardOutput = FileHandle.nullDevice
-        try api.run()
+        let (api, port) = try Self.startFakeRuntimeAPI(in: directory, events: [eventFile.path], refusingResponses: true)
         defer {
             kill(api.processIdentifier, SIGKILL)
             api.waitUntilExit()
         }
-        func waitFor(_ ready: () -> Bool) {
-            for _ in 0..<600 where !ready() { Thread.sleep(forTimeInterval: 0.05) }
-        }
-        waitFor { FileManager.default.fileExists(atPath: portFile) }
-        let port = try #require((try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) })
         let worker = try RuntimeAPIWorker("dose-record", port: port, environment: fake.environment())
         defer { worker.stop() }
         let nexts = answersFile + ".next"
         // Its answer was posted (and refused); then the worker asks for its next event: the invocation is over.
-        waitFor { ((try? String(contentsOfFile: nexts, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2 }
+        Self.waitFor { ((try? String(contentsOfFile: nexts, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2 }
         let answers = ((try? String(contentsOfFile: answersFile, encoding: .utf8)) ?? "").split(separator: "\n")
         #expect(answers.count == 1, "\(answers)")
         let answer = try JSONValue.parse(Array((answers.first ?? "").utf8))

@@ -81,39 +81,4 @@ extension ChildProcess {
         thread.stackSize = 256 * 1024
         thread.start()
     }
-
-    /// What the reader threads gather, behind a lock.
-    private final class Collected: Sendable {
-        private struct State {
-            var standardOutput = Data()
-            var standardError = Data()
-            var standardOutputClosedAt: ContinuousClock.Instant?
-            var standardOutputClosedAtDate: Date?
-        }
-        private let state = Mutex(State())
-
-        func finishStandardOutput(_ data: Data) {
-            let now = ContinuousClock.now
-            let date = Date()
-            state.withLock {
-                $0.standardOutput = data
-                $0.standardOutputClosedAt = now
-                $0.standardOutputClosedAtDate = date
-            }
-        }
-
-        func appendStandardError(_ data: Data) {
-            state.withLock { $0.standardError.append(data) }
-        }
-
-        func result(exitStatus: Int32, exitedAt: ContinuousClock.Instant, exitedAtDate: Date) -> Result {
-            state.withLock {
-                Result(
-                    exitStatus: exitStatus, standardOutput: $0.standardOutput, standardError: $0.standardError,
-                    standardOutputClosedAt: $0.standardOutputClosedAt ?? exitedAt, exitedAt: exitedAt,
-                    standardOutputClosedAtDate: $0.standardOutputClosedAtDate ?? exitedAtDate,
-                    exitedAtDate: exitedAtDate)
-            }
-        }
-    }
 }
