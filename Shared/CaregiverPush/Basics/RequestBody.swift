@@ -186,3 +186,13 @@ public struct AppID: Hashable, Sendable, Comparable, CustomStringConvertible, Po
         }
     }
 }
+
+extension FieldValidator {
+    /// `patientId`: required for a caregiver, optional for a patient.
+    mutating func patientID(for principal: Principal) -> AppID? {
+        if case .caregiver = principal {
+            return appID("patientId", required: true)
+        }
+        return appID("patientId", required: false)
+    }
+}

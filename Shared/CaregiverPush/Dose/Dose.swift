@@ -4,8 +4,8 @@ import FunctionRuntime
 import Libpq
 import PushPayloadContract
 
-// The dose: the Tokyo calendar it is scheduled on, the rules a recording is checked by, the medication it is of,
-// and the shapes it is answered in.
+// The dose: the Tokyo calendar it is scheduled on, the rules a recording is checked by, and the medication it is
+// of. Each recording endpoint's answer is declared beside the endpoint.
 
 /// Wall-clock arithmetic in Asia/Tokyo (UTC+09:00, no daylight saving since 1951), done with integers so that it
 /// never depends on the machine's time-zone database (docs/behaviour.md#dose-tokyo).
@@ -177,10 +177,10 @@ struct Medication {
             id: id, isPRN: isPRN, startDate: startDate, endDate: end.flatMap(LocalDate.init), isArchived: archived)
     }
 
-    /// The statement that returns a row when `minuteOfDay` (with zero seconds) is one of medication `id`'s schedule
-    /// times.
-    static func scheduleTimeQuery(_ id: AppID, minuteOfDay: Int) -> PostgresQuery {
-        let time = Timestamp.hourMinuteText(minuteOfDay: minuteOfDay) + ":00"
+    /// The statement that returns a row when the Tokyo minute of `instant` (with zero seconds) is one of medication
+    /// `id`'s schedule times.
+    static func scheduleTimeQuery(_ id: AppID, at instant: Date) -> PostgresQuery {
+        let time = Timestamp.hourMinuteText(minuteOfDay: TokyoClock.minuteOfDay(instant)) + ":00"
         return
             "SELECT 1 FROM caregiver_push.medication_schedule_times WHERE medication_id = \(id) AND time_of_day = \(time)::time"
     }
@@ -205,92 +205,6 @@ struct Medication {
             let (id, minute) = try row.decode((AppID, Int).self)
             return (id, minute)
         }
-    }
-}
-
-/// A scheduled dose recorded as TAKEN, as the API returns it.
-public struct DoseRecordBody: Codable, Sendable, Equatable {
-    public let id: String
-    public let patientId: String
-    public let medicationId: String
-    public let scheduledAt: String
-    public let takenAt: String
-    /// Tokyo date of `scheduledAt`.
-    public let date: String
-    public let slot: Slot
-    public let withinTime: Bool
-    public let recordingGroupId: String?
-
-    init(
-        id: AppID, patientID: AppID, medicationID: AppID, scheduledAt: Date, takenAt: Date, recordingGroupID: AppID?
-    ) {
-        self.id = id.text
-        patientId = patientID.text
-        medicationId = medicationID.text
-        self.scheduledAt = Timestamp.rfc3339UTC(scheduledAt)
-        self.takenAt = Timestamp.rfc3339UTC(takenAt)
-        date = TokyoClock.dateString(of: scheduledAt)
-        slot = Slot(instant: scheduledAt)
-        withinTime = DoseRules.isWithinTime(scheduledAt: scheduledAt, takenAt: takenAt)
-        recordingGroupId = recordingGroupID?.text
-    }
-
-    /// Encodes `recordingGroupId` as `null` rather than leaving it out.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(patientId, forKey: .patientId)
-        try container.encode(medicationId, forKey: .medicationId)
-        try container.encode(scheduledAt, forKey: .scheduledAt)
-        try container.encode(takenAt, forKey: .takenAt)
-        try container.encode(date, forKey: .date)
-        try container.encode(slot, forKey: .slot)
-        try container.encode(withinTime, forKey: .withinTime)
-        try container.encode(recordingGroupId, forKey: .recordingGroupId)
-    }
-}
-
-/// `{record, updatedCount}` — dose-record and prn-record.
-public struct RecordResponse<Record: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
-    public let record: Record
-    /// 1 when this request recorded it, 0 when it had been recorded before.
-    public let updatedCount: Int
-}
-
-/// `{recordingGroupId, updatedCount, records}` — slot-bulk-record.
-public struct SlotRecordResponse: Codable, Sendable, Equatable {
-    public let recordingGroupId: String?
-    public let updatedCount: Int
-    public let records: [DoseRecordBody]
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(recordingGroupId, forKey: .recordingGroupId)
-        try container.encode(updatedCount, forKey: .updatedCount)
-        try container.encode(records, forKey: .records)
-    }
-}
-
-/// An as-needed (PRN) dose, as the API returns it.
-public struct PRNRecordBody: Codable, Sendable, Equatable {
-    public let id: String
-    public let patientId: String
-    public let medicationId: String
-    public let takenAt: String
-    /// Tokyo date of `takenAt`.
-    public let date: String
-    /// Slot of `takenAt` in Tokyo.
-    public let slot: Slot
-    public let quantity: Int
-
-    init(id: AppID, patientID: AppID, medicationID: AppID, takenAt: Date, quantity: Int) {
-        self.id = id.text
-        patientId = patientID.text
-        medicationId = medicationID.text
-        self.takenAt = Timestamp.rfc3339UTC(takenAt)
-        date = TokyoClock.dateString(of: takenAt)
-        slot = Slot(instant: takenAt)
-        self.quantity = quantity
     }
 }
 

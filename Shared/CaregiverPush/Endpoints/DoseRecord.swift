@@ -1,3 +1,4 @@
+import Codecs
 import Libpq
 import FunctionRuntime
 import FoundationEssentials
@@ -21,7 +22,6 @@ public struct DoseRecord: Endpoint {
         let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
 
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
-        let minute = TokyoClock.minuteOfDay(scheduledAt)
 
         // Record: one transaction — what the checks read, what is written, COMMIT: three round trips.
         let recorded = try RecordingTransaction.run(
@@ -30,7 +30,7 @@ public struct DoseRecord: Endpoint {
         ) { transaction -> Recorded<DoseRecordBody> in
             var reads = transaction.flight()
             let medication = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
-            let scheduleTime = reads.add(Medication.scheduleTimeQuery(medicationID, minuteOfDay: minute))
+            let scheduleTime = reads.add(Medication.scheduleTimeQuery(medicationID, at: scheduledAt))
             let read = try transaction.run(reads)
             try Self.checkSchedule(
                 try Medication.found(read[medication], id: medicationID), scheduledAt: scheduledAt, now: context.now,
@@ -110,7 +110,7 @@ public struct DoseRecord: Endpoint {
 
     /// Not PRN, active on the dose's Tokyo date, `scheduledAt` one of its schedule times, the date not after today.
     /// - Parameter isScheduleTime: whether the Tokyo minute of `scheduledAt` is one of the medication's schedule
-    ///   times (``Medication/scheduleTimeQuery(_:minuteOfDay:)`` found it).
+    ///   times (``Medication/scheduleTimeQuery(_:at:)`` found it).
     static func checkSchedule(_ medication: Medication, scheduledAt: Date, now: Date, isScheduleTime: Bool) throws {
         guard !medication.isPRN else {
             throw Problem.validation([
@@ -135,4 +135,53 @@ public struct DoseRecord: Endpoint {
             ])
         }
     }
+}
+
+/// A scheduled dose recorded as TAKEN, as the API returns it.
+public struct DoseRecordBody: Codable, Sendable, Equatable {
+    public let id: String
+    public let patientId: String
+    public let medicationId: String
+    public let scheduledAt: String
+    public let takenAt: String
+    /// Tokyo date of `scheduledAt`.
+    public let date: String
+    public let slot: Slot
+    public let withinTime: Bool
+    public let recordingGroupId: String?
+
+    init(
+        id: AppID, patientID: AppID, medicationID: AppID, scheduledAt: Date, takenAt: Date, recordingGroupID: AppID?
+    ) {
+        self.id = id.text
+        patientId = patientID.text
+        medicationId = medicationID.text
+        self.scheduledAt = Timestamp.rfc3339UTC(scheduledAt)
+        self.takenAt = Timestamp.rfc3339UTC(takenAt)
+        date = TokyoClock.dateString(of: scheduledAt)
+        slot = Slot(instant: scheduledAt)
+        withinTime = DoseRules.isWithinTime(scheduledAt: scheduledAt, takenAt: takenAt)
+        recordingGroupId = recordingGroupID?.text
+    }
+
+    /// Encodes `recordingGroupId` as `null` rather than leaving it out.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(patientId, forKey: .patientId)
+        try container.encode(medicationId, forKey: .medicationId)
+        try container.encode(scheduledAt, forKey: .scheduledAt)
+        try container.encode(takenAt, forKey: .takenAt)
+        try container.encode(date, forKey: .date)
+        try container.encode(slot, forKey: .slot)
+        try container.encode(withinTime, forKey: .withinTime)
+        try container.encode(recordingGroupId, forKey: .recordingGroupId)
+    }
+}
+
+/// `{record, updatedCount}` — dose-record and prn-record.
+public struct RecordResponse<Record: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+    public let record: Record
+    /// 1 when this request recorded it, 0 when it had been recorded before.
+    public let updatedCount: Int
 }

@@ -1,3 +1,4 @@
+import Codecs
 import Libpq
 import OpenSSLCrypto
 import FunctionRuntime
@@ -211,5 +212,28 @@ public struct PrnRecord: Endpoint {
                 id: id, patientID: patientID, medicationID: medicationID, takenAt: takenAt, quantity: quantity),
             fingerprint
         )
+    }
+}
+
+/// An as-needed (PRN) dose, as the API returns it.
+public struct PRNRecordBody: Codable, Sendable, Equatable {
+    public let id: String
+    public let patientId: String
+    public let medicationId: String
+    public let takenAt: String
+    /// Tokyo date of `takenAt`.
+    public let date: String
+    /// Slot of `takenAt` in Tokyo.
+    public let slot: Slot
+    public let quantity: Int
+
+    init(id: AppID, patientID: AppID, medicationID: AppID, takenAt: Date, quantity: Int) {
+        self.id = id.text
+        patientId = patientID.text
+        medicationId = medicationID.text
+        self.takenAt = Timestamp.rfc3339UTC(takenAt)
+        date = TokyoClock.dateString(of: takenAt)
+        slot = Slot(instant: takenAt)
+        self.quantity = quantity
     }
 }

@@ -115,3 +115,17 @@ public struct SlotBulkRecord: Endpoint {
         return Fields(patientID: patientID, date: date, slot: slot, takenAt: takenAt.date)
     }
 }
+
+/// `{recordingGroupId, updatedCount, records}` — slot-bulk-record.
+public struct SlotRecordResponse: Codable, Sendable, Equatable {
+    public let recordingGroupId: String?
+    public let updatedCount: Int
+    public let records: [DoseRecordBody]
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(recordingGroupId, forKey: .recordingGroupId)
+        try container.encode(updatedCount, forKey: .updatedCount)
+        try container.encode(records, forKey: .records)
+    }
+}
