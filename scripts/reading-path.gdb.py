@@ -19,14 +19,16 @@ def project_path(path):
 
 
 # The functions, with the file and line each is declared at: `nm --defined-only -l` of the executable ($NM_LIST),
-# which also lists the members of generic types that gdb's own function index leaves out.
+# which also lists the members of generic types that gdb's own function index leaves out. Each breakpoint is set on
+# the function's symbol, not on its line: a line breakpoint would also stop in the caller whose code shares that line
+# (a closure's first line is its caller's call).
 targets = {}
 for line in open(os.environ["NM_LIST"], encoding="utf-8", errors="replace"):
     entry = re.match(r"^[0-9a-f]+ [tTwW] (\S+)\t(.*):(\d+)$", line.rstrip("\n"))
     if entry:
         path = project_path(entry.group(2))
         if path:
-            targets.setdefault((path, int(entry.group(3))), entry.group(1))
+            targets[entry.group(1)] = (path, int(entry.group(3)))
 
 log = open(os.environ.get("TRACE_OUT", "trace.txt"), "w")
 seen = set()
@@ -34,13 +36,13 @@ seen = set()
 
 class FirstEntry(gdb.Breakpoint):
     def __init__(self, file, line, symbol):
-        super().__init__(f"{os.path.basename(file)}:{line}", internal=True)
+        super().__init__(f"'{symbol}'", internal=True)
         self.file, self.line, self.symbol = file, line, symbol
 
     def stop(self):
-        if (self.file, self.line) in seen:
+        if self.symbol in seen:
             return False
-        seen.add((self.file, self.line))
+        seen.add(self.symbol)
         callers, frame = [], gdb.newest_frame().older()
         while frame is not None:
             sal = frame.find_sal()
@@ -49,13 +51,13 @@ class FirstEntry(gdb.Breakpoint):
                 if path and path not in callers:
                     callers.append(path)
             frame = frame.older()
-        log.write(f"{self.file}:{self.line}\t{self.symbol[:200]}\t{','.join(callers)}\n")
+        log.write(f"{self.file}:{self.line}\t{self.symbol}\t{','.join(callers)}\n")
         log.flush()
         return False
 
 
 gdb.execute("set breakpoint pending on")
-for (file, line), symbol in targets.items():
+for symbol, (file, line) in targets.items():
     try:
         FirstEntry(file, line, symbol)
     except gdb.error:

@@ -2,23 +2,28 @@
 """Counts a reading path from a first-entry trace (scripts/reading-path.sh writes one).
 
 The trace lists, in the order they were first entered, the functions of the project's own source that one request
-ran (`file:line<TAB>symbol`). A newcomer reads them in that order, opening each definition once. Counted, to the
-moment stdout is closed (the response is with the host) and to the end (through the push):
+ran (`file:line<TAB>symbol<TAB>caller files`). A newcomer follows them in that order and opens each called
+definition once: a definition is a type's declaration or extension in one file (read whole, its nested types and
+members with it) or a free function. Counted, to the moment stdout is closed (the response is with the host) and to
+the end (through the push):
 
 - files: distinct files opened;
 - look-ups: moves into a file already opened, to read a definition there not yet read, when no caller on the call
-  stack is in that file (the reader has left it and must go back to it);
-- closure returns: the same move into a closure (a closure handed across files and called back from the other).
+  stack is in that file (the reader has left that file and must go back to it);
+- closure returns: moves back into a file already left, into a closure handed across files and called back from
+  the other.
 
-Moving into a definition of a file that a caller on the stack is in is reading on in that file (the caller's own
-helpers), not a jump; returns to a caller are not moves of their own either: its file is open where the reader
-left it. Compiler-made entries are left out: default-argument generators, and the synthesized members with no line of
-their own. Two views: the service's own code (stopping at the platform package's API, as a reader stops at
-postgres-nio's), and everything including the platform package (Shared/Platform).
+A call into a definition already read is no move (the reader knows it). Moving into a file that a caller on the
+stack is in is reading on in that file, and returns to a caller are not moves of their own: its file is open where
+the reader left it. Compiler-made entries are left out: default-argument generators, the synthesized members with
+no line of their own, and lazy globals' one-time initializers. Two views: the service's own code (stopping at the
+platform package's API, as a reader stops at postgres-nio's), and everything including the platform package
+(Shared/Platform). The finer count, every function a definition of its own, is given beside it.
 
     scripts/reading-path.py TRACE
 """
 import re
+import subprocess
 import sys
 
 CLOSURE = re.compile(r"fU\d*_")
@@ -28,28 +33,53 @@ PLATFORM = re.compile(r"^Shared/(Platform/)?(Codecs|Libpq|Curl|OpenSSLCrypto|JOS
 DEFAULT_ARGUMENT = re.compile(r"fA\d*_")
 
 
+ACCESSOR = re.compile(r"\.(getter|setter|modify|unsafeMutableAddressor|_read|_modify|didset|willset)$")
+
+
+def definition(name):
+    """The definition a demangled name belongs to: its outermost type (`AppID` for `AppID.postgresText.getter`,
+    `DoseRecord` for `closure #2 in DoseRecord.handle(_:context:writer:)`), or the free function itself."""
+    name = name.rpartition(" in ")[2].removeprefix("static ")
+    name = re.sub(r"<[^<>]*>", "", re.sub(r"<[^<>]*>", "", name)).split("(", 1)[0].strip()
+    name = ACCESSOR.sub("", name)
+    parts = name.split(".")
+    return parts[0] if len(parts) > 1 else name
+
+
 def read(path):
-    entries = []
+    rows = []
     for line in open(path, encoding="utf-8"):
         location, _, rest = line.rstrip("\n").partition("\t")
         symbol, _, callers = rest.partition("\t")
         file, _, number = location.rpartition(":")
         if DEFAULT_ARGUMENT.search(symbol) or number in ("0", ""):
             continue
-        entries.append((file, int(number), symbol, [c for c in callers.split(",") if c]))
-    return entries
+        rows.append((file, int(number), symbol, [c for c in callers.split(",") if c]))
+    names = subprocess.run(
+        ["swift", "demangle", "--simplified", "--compact"], input="\n".join(r[2] for r in rows),
+        capture_output=True, text=True, check=True).stdout.split("\n")
+    return [
+        (file, number, symbol, callers, definition(name))
+        for (file, number, symbol, callers), name in zip(rows, names)
+        if not name.startswith("one-time initialization function for")
+    ]
 
 
-def count(entries):
-    opened, order, lookups, closures, last = set(), [], [], [], None
-    for file, number, symbol, callers in entries:
+def count(entries, per_function=False):
+    opened, known, order, lookups, closures, last = set(), set(), [], [], [], None
+    for file, number, symbol, callers, name in entries:
+        key = (file, f"{number}:{symbol}" if per_function else name)
+        closure_back = CLOSURE.search(symbol) and file != last and file not in callers
+        if key in known and not closure_back:
+            continue
+        known.add(key)
         if file == last:
             continue
         last = file
         if file in opened:
             if file in callers:
                 continue
-            (closures if CLOSURE.search(symbol) else lookups).append(f"{file}:{number}")
+            (closures if closure_back else lookups).append(f"{file}:{number} ({name})")
         else:
             opened.add(file)
             order.append(file)
@@ -58,7 +88,10 @@ def count(entries):
 
 def report(title, entries):
     order, lookups, closures = count(entries)
-    lines = [f"### {title}", "", f"{len(order)} files, {len(lookups)} look-ups, {len(closures)} closure returns", ""]
+    fine = count(entries, per_function=True)
+    lines = [f"### {title}", "", f"{len(order)} files, {len(lookups)} look-ups, {len(closures)} closure returns "
+             f"(every function a definition: {len(fine[0])} files, {len(fine[1])} look-ups, {len(fine[2])} closure "
+             "returns)", ""]
     lines += [f"{i + 1}. `{file}`" for i, file in enumerate(order)]
     if lookups or closures:
         lines += ["", "Look-ups: " + (", ".join(f"`{x}`" for x in lookups) or "none"),
@@ -74,8 +107,8 @@ def main() -> int:
         return 1
     def app(entries):
         return [
-            (f, n, s, [c for c in callers if not PLATFORM.match(c)])
-            for f, n, s, callers in entries
+            (f, n, s, [c for c in callers if not PLATFORM.match(c)], d)
+            for f, n, s, callers, d in entries
             if not PLATFORM.match(f)
         ]
 
