@@ -8,6 +8,7 @@ members with it) or a free function. Counted, to the moment stdout is closed (th
 the end (through the push):
 
 - files: distinct files opened;
+- jumps back: moves into a file already opened — back into a caller's file to read on there, and the two below;
 - look-ups: moves into a file already opened, to read a definition there not yet read, when no caller on the call
   stack is in that file (the reader has left that file and must go back to it);
 - closure returns: moves back into a file already left, into a closure handed across files and called back from
@@ -66,7 +67,7 @@ def read(path):
 
 
 def count(entries, per_function=False):
-    opened, known, order, lookups, closures, last = set(), set(), [], [], [], None
+    opened, known, order, lookups, closures, returns, last = set(), set(), [], [], [], 0, None
     for file, number, symbol, callers, name in entries:
         key = (file, f"{number}:{symbol}" if per_function else name)
         closure_back = CLOSURE.search(symbol) and file != last and file not in callers
@@ -78,20 +79,22 @@ def count(entries, per_function=False):
         last = file
         if file in opened:
             if file in callers:
+                returns += 1
                 continue
             (closures if closure_back else lookups).append(f"{file}:{number} ({name})")
         else:
             opened.add(file)
             order.append(file)
-    return order, lookups, closures
+    return order, returns + len(lookups) + len(closures), lookups, closures
 
 
 def report(title, entries):
-    order, lookups, closures = count(entries)
+    order, jumps, lookups, closures = count(entries)
     fine = count(entries, per_function=True)
-    lines = [f"### {title}", "", f"{len(order)} files, {len(lookups)} look-ups, {len(closures)} closure returns "
-             f"(every function a definition: {len(fine[0])} files, {len(fine[1])} look-ups, {len(fine[2])} closure "
-             "returns)", ""]
+    lines = [f"### {title}", "",
+             f"{len(order)} files, {jumps} jumps back: {len(lookups)} look-ups, {len(closures)} closure returns "
+             f"(every function a definition: {len(fine[0])} files, {fine[1]} jumps back: {len(fine[2])} look-ups, "
+             f"{len(fine[3])} closure returns)", ""]
     lines += [f"{i + 1}. `{file}`" for i, file in enumerate(order)]
     if lookups or closures:
         lines += ["", "Look-ups: " + (", ".join(f"`{x}`" for x in lookups) or "none"),
