@@ -75,9 +75,9 @@ PY
 import sys
 original, target, marker = sys.argv[1:]
 text = open(original).read()
-anchor = "        main(name: endpoint.functionName) { configuration, logger in\n"
+anchor = "        let service = CaregiverService(function: type(of: endpoint).function, environment: environment)\n"
 assert anchor in text, "the shared file's anchor moved: update scripts/bench-dev.sh"
-text = text.replace(anchor, anchor + '            logger.info("%s")\n            return ' % marker, 1)
+text = text.replace(anchor, anchor + '        service.logger.info("%s")\n' % marker, 1)
 open(target, "w").write(text)
 PY
         ;;
@@ -87,7 +87,7 @@ PY
 # Prints the seconds from the edit to the first response of push-register that logged MARKER.
 measure() {  # kind n
     local marker="bench-edit-$1-$2-$RANDOM" started k=0 answered
-    apply_edit "$1" "$marker"
+    apply_edit "$1" "$marker" || { echo "bench-dev: the $1 edit could not be made" >&2; exit 1; }
     started=$(now)
     while true; do
         k=$((k + 1))
