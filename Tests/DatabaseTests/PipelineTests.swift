@@ -138,4 +138,71 @@ struct PipelineTests {
             #expect(try connection.query("SELECT 3")[0].decode(Int.self, at: 0) == 3)
         }
     }
+
+    static func preparedNames(_ connection: PostgresConnection) throws -> Set<String> {
+        Set(try connection.query("SELECT name FROM pg_prepared_statements").map { try $0.decode(String.self, at: 0) })
+    }
+
+    @Test(
+        "with prepareStatements, a statement with parameters is prepared once under a name made of its SQL, then reused"
+    )
+    func preparedOnce() throws {
+        try TestDatabase.with { connection in
+            connection.prepareStatements = true
+            let query: (Int) -> PostgresQuery = { "SELECT \($0)::int + 1 AS n" }
+            let name = PostgresConnection.statementName(query(0).sql)
+            // The same SQL twice in one flight: one Parse, two executions.
+            let first = try connection.pipeline([query(1), query(2)])
+            #expect(try first.map { try $0[0].decode(Int.self, at: 0) } == [2, 3])
+            #expect(try Self.preparedNames(connection) == [name])
+            let second = try connection.pipeline([query(41)])
+            #expect(try second[0][0].decode(Int.self, at: 0) == 42)
+            #expect(try Self.preparedNames(connection) == [name])
+            #expect(connection.prepared == [query(0).sql: name])
+        }
+    }
+
+    @Test("a statement whose Parse fails is thrown as that failure, and nothing is kept under its name")
+    func preparedParseFails() throws {
+        try TestDatabase.with { (connection: PostgresConnection) throws in
+            connection.prepareStatements = true
+            #expect {
+                try connection.pipeline(["SELECT \(1) FROM no_such_table"])
+            } throws: { error in
+                (error as? PostgresError)?.sqlState?.rawValue == "42P01"
+            }
+            #expect(connection.prepared.isEmpty)
+            #expect(try Self.preparedNames(connection).isEmpty)
+        }
+    }
+
+    @Test("a statement a pooler lost (the server connection no longer has it) runs again, unnamed, in a new attempt")
+    func preparedLost() throws {
+        try TestDatabase.with { connection in
+            connection.prepareStatements = true
+            let query: PostgresQuery = "SELECT \(7)::int"
+            _ = try connection.withPipelinedTransaction { try $0.run([query]) }
+            #expect(connection.prepared.count == 1)
+            // What a transaction-mode pooler does: the next transaction lands on a server connection without it.
+            try connection.query("DEALLOCATE ALL")
+            let rows = try connection.withPipelinedTransaction { try $0.run([query]) }
+            #expect(try rows[0][0].decode(Int.self, at: 0) == 7)
+            #expect(!connection.prepareStatements && connection.prepared.isEmpty)
+        }
+    }
+
+    @Test("a session's connections prepare their statements as DATABASE_PREPARED_STATEMENTS says")
+    func sessionFollowsConfiguration() throws {
+        for (setting, prepares) in [("on", true), ("off", false)] {
+            let configuration = Configuration(environment: [
+                "DATABASE_URL": TestDatabase.url, "DATABASE_PREPARED_STATEMENTS": setting,
+            ])
+            let session = DatabaseSession(configuration: configuration)
+            defer { session.close() }
+            let connection = try session.connection()
+            #expect(connection.prepareStatements == prepares)
+            _ = try connection.withPipelinedTransaction { try $0.run(["SELECT \(1)::int"]) }
+            #expect(connection.prepared.count == (prepares ? 1 : 0))
+        }
+    }
 }

@@ -34,9 +34,30 @@ extension PostgresConnection {
             throw PostgresError(.unexpectedResult, serverMessage: Self.errorMessage(of: handle))
         }
         roundTrips += 1
+        // Each query, after the Parse of a statement this connection prepares now (its result comes first).
+        var preparing: [String?] = []
+        var parsing: [String: String] = [:]
+        preparing.reserveCapacity(queries.count)
         for query in queries {
+            var name = prepareStatements && !query.binds.isEmpty ? prepared[query.sql] ?? parsing[query.sql] : nil
+            var newName: String?
+            if prepareStatements, !query.binds.isEmpty, name == nil, prepared.count < Self.preparedLimit {
+                newName = Self.statementName(query.sql)
+                parsing[query.sql] = newName
+                let parsed = query.sql.withCString { sql in
+                    newName!.withCString { PQsendPrepare(handle, $0, sql, Int32(query.binds.count), nil) }
+                }
+                guard parsed == 1 else { throw abandonPipeline(handle) }
+                name = newName
+            }
+            preparing.append(newName)
             let sent = withOptionalCStringArray(query.binds) { valuePointers in
-                query.sql.withCString { sql in
+                if let name {
+                    return name.withCString {
+                        PQsendQueryPrepared(handle, $0, Int32(query.binds.count), valuePointers, nil, nil, 0)
+                    }
+                }
+                return query.sql.withCString { sql in
                     PQsendQueryParams(handle, sql, Int32(query.binds.count), nil, valuePointers, nil, nil, 0)
                 }
             }
@@ -47,7 +68,26 @@ extension PostgresConnection {
         var rows: [PostgresRows] = []
         rows.reserveCapacity(queries.count)
         var firstFailure: PostgresError?
-        for _ in queries {
+        for (query, newName) in zip(queries, preparing) {
+            if let newName {
+                // The Parse's own result: the name is kept only once the server has it.
+                guard let result = PQgetResult(handle) else { throw abandonPipeline(handle) }
+                switch PQresultStatus(result) {
+                case PGRES_COMMAND_OK:
+                    prepared[query.sql] = newName
+                    PQclear(result)
+                case PGRES_PIPELINE_ABORTED:
+                    PQclear(result)
+                default:
+                    do throws(PostgresError) {
+                        _ = try consume(result, connection: handle)
+                    } catch {
+                        if error.code == .connectionLost { throw abandonPipeline(handle, error) }
+                        firstFailure = firstFailure ?? error
+                    }
+                }
+                guard PQgetResult(handle) == nil else { throw abandonPipeline(handle) }
+            }
             // Each query's result, then a NULL that ends it.
             guard let result = PQgetResult(handle) else { throw abandonPipeline(handle) }
             if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
@@ -69,8 +109,32 @@ extension PostgresConnection {
         let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
         PQclear(sync)
         guard synced, PQexitPipelineMode(handle) == 1 else { throw abandonPipeline(handle) }
-        if let firstFailure { throw firstFailure }
+        if let firstFailure {
+            if prepareStatements, let state = firstFailure.sqlState?.rawValue, Self.statementsLost.contains(state) {
+                // A pooler between us and the server moved this session to a server connection that does not have
+                // our statements, or has them already: from now on every statement goes unnamed.
+                prepareStatements = false
+                prepared = [:]
+            }
+            throw firstFailure
+        }
         return rows
+    }
+
+    /// `invalid_sql_statement_name` and `duplicate_prepared_statement`: what a server connection answers when a
+    /// pooler handed it a Bind or a Parse of a statement prepared on another one.
+    static let statementsLost: Set<String> = ["26000", "42P05"]
+
+    /// A prepared statement's name, made from its SQL text alone: two processes that share a server connection
+    /// through a pooler never bind one name to two statements, so a name found on the wrong server connection runs
+    /// the same SQL (FNV-1a, 64 bits, with the text's length).
+    static func statementName(_ sql: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in sql.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "cp_" + String(repeating: "0", count: 16 - hex.count) + hex + "_\(sql.utf8.count)"
     }
 
     /// Closes a connection whose pipeline went wrong mid-way (sending failed, the server went away, or libpq

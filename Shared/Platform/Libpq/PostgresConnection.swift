@@ -18,6 +18,17 @@ public final class PostgresConnection {
     /// How many times this connection has sent work and waited for the server's answer (a ``query(_:)``, an
     /// ``executeScript(_:)`` or a ``pipeline(_:)`` each count one): for tests and measurements.
     var roundTrips = 0
+    /// Whether ``pipeline(_:)`` sends a statement with parameters as a named prepared statement, parsed and planned
+    /// once per connection (the server then keeps a generic plan), instead of the unnamed one each time. Off behind
+    /// a pooler that cannot follow named statements across server connections (PgBouncer before 1.21 and Supavisor
+    /// in transaction mode): the first statement that finds its name missing (or taken) turns this off for the
+    /// connection, and fails with an error ``PostgresError/isRetryableConflict`` counts, so that the transaction runs
+    /// again, unnamed.
+    public var prepareStatements = false
+    /// The statements prepared on this connection: SQL text → name.
+    var prepared: [String: String] = [:]
+    /// At most this many are kept; a statement past it goes unnamed.
+    static let preparedLimit = 256
 
     /// Opens a connection.
     /// - Parameters:

@@ -67,9 +67,12 @@ public struct PostgresError: Error, CustomStringConvertible, CustomDebugStringCo
         return [.lockNotAvailable, .queryCanceled, .serializationFailure, .deadlockDetected].contains(sqlState)
     }
 
-    /// A conflict with a concurrent transaction that the same transaction, run again, may not meet (40001, 40P01).
+    /// A conflict with a concurrent transaction that the same transaction, run again, may not meet (40001, 40P01),
+    /// or a prepared statement a pooler lost (26000, 42P05), which the connection then stops using.
     public var isRetryableConflict: Bool {
-        code == .server && (sqlState == .serializationFailure || sqlState == .deadlockDetected)
+        code == .server
+            && (sqlState == .serializationFailure || sqlState == .deadlockDetected
+                || PostgresConnection.statementsLost.contains(sqlState?.rawValue ?? ""))
     }
 
     public var description: String { "PostgresError(code: \(code))" }
