@@ -6,19 +6,25 @@ import Logging
 public final class DatabaseSession {
     private let url: String?
     private let transactionSettings: TransactionSettings?
+    private let preparesStatements: Bool
     private var current: PostgresConnection?
 
     /// - Parameters:
     ///   - url: `DATABASE_URL`.
     ///   - transactionSettings: the bounds every transaction of the session runs under.
-    public init(url: String?, transactionSettings: TransactionSettings? = nil) {
+    ///   - preparesStatements: whether its connections prepare their statements by name
+    ///     (``PostgresConnection/prepareStatements``).
+    public init(url: String?, transactionSettings: TransactionSettings? = nil, preparesStatements: Bool = false) {
         self.url = url
         self.transactionSettings = transactionSettings
+        self.preparesStatements = preparesStatements
     }
 
-    /// A session with the configuration's URL and bounds.
+    /// A session with the configuration's URL, bounds and `DATABASE_PREPARED_STATEMENTS`.
     public convenience init(configuration: Configuration) {
-        self.init(url: configuration.databaseURL, transactionSettings: configuration.transactionSettings)
+        self.init(
+            url: configuration.databaseURL, transactionSettings: configuration.transactionSettings,
+            preparesStatements: configuration.preparesStatements)
     }
 
     /// The open connection, connecting first when there is none or the last one broke.
@@ -30,6 +36,7 @@ public final class DatabaseSession {
         guard let url else { throw ConfigurationError(variable: "DATABASE_URL", reason: "is not set") }
         let opened = try PostgresConnection(url: url, applicationName: "caregiver-push")
         opened.transactionSettings = transactionSettings
+        opened.prepareStatements = preparesStatements
         current = opened
         return opened
     }

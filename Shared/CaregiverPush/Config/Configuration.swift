@@ -45,6 +45,10 @@ public struct Configuration: Sendable {
     public var pushSendDeadlineMilliseconds: Int
     /// `DATABASE_LOCK_TIMEOUT_MS` and `DATABASE_STATEMENT_TIMEOUT_MS`: every transaction's bounds.
     public var transactionSettings: TransactionSettings
+    /// `DATABASE_PREPARED_STATEMENTS` (`on` / `off`, default `off`): whether the functions' connection prepares its
+    /// statements by name, planned once per connection. Only for a direct connection (or a session-mode pooler): a
+    /// transaction pooler would leave them on the server sessions it shares.
+    public var preparesStatements: Bool
     /// `PUSH_MAX_AGE_SECONDS`: a delivery whose event was committed longer ago is never sent (`EXPIRED`).
     public var pushMaxAgeSeconds: Int
     /// `PUSH_DEVICE_STALE_DAYS`: a registration not renewed for this long is sent nothing, and `push-sweep`
@@ -164,6 +168,13 @@ public struct Configuration: Sendable {
                 "DATABASE_LOCK_TIMEOUT_MS", default: 2000, range: 1...60_000, unit: "milliseconds"),
             statementTimeoutMilliseconds: integer(
                 "DATABASE_STATEMENT_TIMEOUT_MS", default: 5000, range: 1...60_000, unit: "milliseconds"))
+        switch value("DATABASE_PREPARED_STATEMENTS") {
+        case nil, "off": preparesStatements = false
+        case "on": preparesStatements = true
+        default:
+            preparesStatements = false
+            errors.append(ConfigurationError(variable: "DATABASE_PREPARED_STATEMENTS", reason: "must be on or off"))
+        }
         pushSendDeadlineMilliseconds = integer(
             "PUSH_SEND_DEADLINE_MS", default: 10_000, range: 1...900_000, unit: "milliseconds")
         pushMaxAgeSeconds = integer("PUSH_MAX_AGE_SECONDS", default: 3600, range: 1...604_800, unit: "seconds")

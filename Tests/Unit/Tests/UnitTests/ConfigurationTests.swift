@@ -47,6 +47,21 @@ struct ConfigurationTests {
         }
     }
 
+    @Test(
+        "DATABASE_PREPARED_STATEMENTS is on or off (default off), anything else an error naming it; the session's connections follow it"
+    )
+    func preparedStatements() throws {
+        #expect(!Configuration(environment: [:]).preparesStatements)
+        #expect(Configuration(environment: ["DATABASE_PREPARED_STATEMENTS": "on"]).preparesStatements)
+        #expect(!Configuration(environment: ["DATABASE_PREPARED_STATEMENTS": "off"]).preparesStatements)
+        for bad in ["ON", "true", "1", "yes"] {
+            let configuration = Configuration(environment: ["DATABASE_PREPARED_STATEMENTS": bad])
+            #expect(!configuration.preparesStatements, "\(bad)")
+            #expect(configuration.errors.map(\.variable) == ["DATABASE_PREPARED_STATEMENTS"], "\(bad)")
+            #expect(configuration.errors.map(\.reason) == ["must be on or off"], "\(bad)")
+        }
+    }
+
     @Test("malformed values are recorded against their variable, not crashed on")
     func malformedValues() {
         let configuration = Configuration(environment: [
