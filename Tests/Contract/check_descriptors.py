@@ -126,6 +126,9 @@ def code_variables():
         found[match.group(1)] = match.group(2).replace("_", "")
     for match in re.finditer(r'value\("(\w+)"\) \?\? "([^"]*)"', text):
         found[match.group(1)] = match.group(2)
+    # A choice whose absence means one of its values: `switch value("X") { case nil, "off": …`.
+    for match in re.finditer(r'switch value\("(\w+)"\) \{\s*case nil, "([^"]*)"', text):
+        found[match.group(1)] = match.group(2)
     refresh = re.search(r'"SECRETS_REFRESH_SECONDS"[\s\S]*?seconds \?\? (\d+)', text)
     if refresh:
         found["SECRETS_REFRESH_SECONDS"] = refresh.group(1)
