@@ -14,6 +14,10 @@
 # With PG_SSL_DIR (holding server.crt and server.key, readable by the cluster's owner) the server speaks TLS with
 # that certificate and accepts TCP connections over TLS only (hostssl): the TLS database test's server.
 #
+# The tests' clusters trade durability for speed (fsync, synchronous_commit and full_page_writes off). With PG_DURABLE=1
+# they stay at PostgreSQL's defaults, as a production server runs (the bench's load section); PG_PRELOAD_LIBRARIES
+# (e.g. pg_stat_statements) is passed as shared_preload_libraries, with pg_stat_statements' planning times tracked.
+#
 # With PG_PASSWORD_FILE (make dev's cluster) a TCP connection must give the `postgres` role's password
 # (scram-sha-256), kept in that file (0600, made when missing); `url` then prints it in the URL. Without it the
 # cluster trusts every local connection as its superuser, which lets any local user run `COPY … PROGRAM` as the
@@ -66,9 +70,16 @@ start)
             >"$dir/pg_hba.conf"
         tls_options="-c ssl=on -c ssl_cert_file=$PG_SSL_DIR/server.crt -c ssl_key_file=$PG_SSL_DIR/server.key"
     fi
+    durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    [ "${PG_DURABLE:-0}" = 1 ] && durability=""
+    preload=""
+    if [ -n "${PG_PRELOAD_LIBRARIES:-}" ]; then
+        preload="-c shared_preload_libraries=$PG_PRELOAD_LIBRARIES"
+        case ",$PG_PRELOAD_LIBRARIES," in *,pg_stat_statements,*) preload="$preload -c pg_stat_statements.track_planning=on" ;; esac
+    fi
     if ! as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
         without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=${PG_MAX_CONNECTIONS:-200} -c fsync=off -c synchronous_commit=off -c full_page_writes=off $tls_options" \
+            -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir -c max_connections=${PG_MAX_CONNECTIONS:-200} $durability $preload $tls_options" \
             start >/dev/null
     elif [ -n "$password" ]; then
         # A cluster made before it had a password (trust): the new pg_hba.conf applies from now on.
