@@ -219,9 +219,13 @@ public struct FCMEmulator: Sendable {
         }
         let attempt = await state.nextAttempt(for: target)
         // A topic needs no device: only the message's own checks apply to it.
-        let answer =
+        var answer =
             Self.validate(message: message, size: bytes.count)
             ?? (topic == nil ? FCMErrorScenario.answer(deviceToken: target, attempt: attempt) : nil)
+        if answer == nil, topic == nil {
+            answer = await state.injectedFailure(
+                forMessage: target + "|" + SHA256.hexPrefix(of: String(decoding: bytes, as: UTF8.self), length: 32))
+        }
         // A dry run's answer names no real message (`…/messages/fake_message_id`, as Google answers it).
         let name =
             answer != nil

@@ -41,6 +41,11 @@ public actor FCMEmulatorState {
     public private(set) var responseDelayMilliseconds: Int
     /// Token URL the assertion's `aud` must name, known once the server is bound.
     public private(set) var tokenURL: String?
+    /// A transient failure on some first attempts (``failFirstAttempts(every:retryAfterSeconds:)``), `nil`: none.
+    private var firstAttemptFailure: (every: Int, retryAfterSeconds: Int?)?
+    /// Attempts per message (device and message text), for the first-attempt failures.
+    private var attemptsByMessage: [String: Int] = [:]
+    private var firstAttempts = 0
 
     public init(responseDelayMilliseconds: Int = 0) {
         self.responseDelayMilliseconds = responseDelayMilliseconds
@@ -99,6 +104,23 @@ public actor FCMEmulatorState {
         return attemptsByToken[deviceToken, default: 1]
     }
 
+    /// Answers 503 UNAVAILABLE to every `every`-th message's first attempt (counted over first attempts, so exactly
+    /// one in `every`), with `Retry-After` when given; a retry of that message (the same device and text) succeeds.
+    /// What a load benchmark needs of a flaky FCM: transient failures spread over every device, not tied to markers.
+    public func failFirstAttempts(every: Int, retryAfterSeconds: Int?) {
+        firstAttemptFailure = every > 0 ? (every, retryAfterSeconds) : nil
+    }
+
+    /// The injected failure for this attempt at the message `key`, if any (``failFirstAttempts(every:retryAfterSeconds:)``).
+    func injectedFailure(forMessage key: String) -> FCMErrorScenario.Answer? {
+        guard let failure = firstAttemptFailure else { return nil }
+        attemptsByMessage[key, default: 0] += 1
+        guard attemptsByMessage[key] == 1 else { return nil }
+        firstAttempts += 1
+        guard firstAttempts % failure.every == 0 else { return nil }
+        return FCMErrorScenario.unavailable(retryAfterSeconds: failure.retryAfterSeconds)
+    }
+
     func nextMessageName(project: String) -> String {
         messageCounter += 1
         let hex = String(UInt64.random(in: 0...UInt64.max), radix: 16)
@@ -115,9 +137,11 @@ public actor FCMEmulatorState {
         if revokeAccessTokens { issuedTokens.removeAll() }
     }
 
-    func reset() {
+    /// Forgets what was received and the attempts counted (`POST /_emulator/fcm/reset`).
+    public func reset() {
         received.removeAll()
         attemptsByToken.removeAll()
+        attemptsByMessage.removeAll()
         mints = 0
         maxInFlight = 0
     }

@@ -59,7 +59,7 @@ public enum FCMErrorScenario {
                 headers: ["retry-after": "2"])
         }
         if token.contains("UNAVAILABLE_ALWAYS") || (token.contains("UNAVAILABLE_ONCE") && attempt == 1) {
-            return fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", code: "UNAVAILABLE")
+            return unavailable()
         }
         if token.contains("INTERNAL_ONCE"), attempt == 1 {
             return fcmError(500, "INTERNAL", "Internal error encountered.", code: "INTERNAL")
@@ -68,6 +68,13 @@ public enum FCMErrorScenario {
             return unauthenticated()
         }
         return nil
+    }
+
+    /// 503 UNAVAILABLE, with `Retry-After` when given (FCM may send one with it).
+    public static func unavailable(retryAfterSeconds: Int? = nil) -> Answer {
+        fcmError(
+            503, "UNAVAILABLE", "The service is currently unavailable.", code: "UNAVAILABLE",
+            headers: retryAfterSeconds.map { ["retry-after": String($0)] } ?? [:])
     }
 
     /// Our own access token refused: google.rpc.Status without an FcmError detail.
