@@ -139,7 +139,7 @@ extension InProcessEmulator {
     }
 
     /// Runs `body` against the emulator's actor and waits for it, for synchronous callers.
-    private func read<T: Sendable>(_ body: @escaping @Sendable (FCMEmulatorState) async -> T) -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (FCMEmulatorState) async -> T) -> T {
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
         let state = self.state
