@@ -11,6 +11,12 @@
 #   BENCH_ONLY=pooler BENCH_OUTPUT=/tmp/pooler.md scripts/bench.sh    only the pooler section, elsewhere
 #   BENCH_ONLY=startup BENCH_OUTPUT=/tmp/startup.md scripts/bench.sh  only the start-up section and the
 #                                                                     device table, elsewhere
+#   BENCH_ONLY=load BENCH_OUTPUT=bench-out/load.md scripts/bench.sh   only the load section (LoadBenchmark.swift),
+#                                                                     elsewhere; BENCH_LOAD_RATES (20,50,100,200,300
+#                                                                     recordings/s), BENCH_LOAD_SECONDS (20 per rate),
+#                                                                     BENCH_LOAD_RETRY_AFTER_RATE (the rate run again
+#                                                                     with Retry-After: 1 on the stand-in's 503s, 100;
+#                                                                     0: not run), BENCH_LOAD_PG_PORT (its own cluster)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -82,7 +88,9 @@ build_floors() {
 # folder where each bootstrap is found under its function's name (its $ORIGIN is still its own folder).
 unpack_release() {
     local lambda=.build/bench-lambda zip function
-    scripts/release.sh
+    if [ "${BENCH_REUSE_ZIPS:-0}" != 1 ] || ! ls dist/lambda/*.zip >/dev/null 2>&1; then
+        scripts/release.sh
+    fi
     rm -rf "$lambda"
     mkdir -p "$lambda/bin"
     for zip in dist/lambda/*.zip; do
@@ -149,6 +157,28 @@ lever_build() {
     chmod 755 "$variant/bootstrap"
 }
 
+# The load section's own PostgreSQL: durable (the defaults, not the test clusters' fsync=off) with pg_stat_statements
+# loaded, on BENCH_LOAD_PG_PORT, stopped on exit; its URL in BENCH_LOAD_DATABASE_URL. The host: the gateway's release
+# build (BENCH_GATEWAY), in the bench's configuration of the build directory (the image links the Swift runtime
+# statically, which the bench, through the Testing module of its fixtures, cannot: one configuration, not two that
+# rebuild each other). The open-loop client (c/loadgen.c) and the peak-RSS helper, which reports push-sweep's CPU.
+prepare_load() {
+    local port=${BENCH_LOAD_PG_PORT:-25435} source=Tests/Benchmarks/c out=.build/bench-c
+    load_pg_dir=$(mktemp -d /tmp/caregiver-push-bench-load-pg.XXXXXX)
+    trap 'scripts/pg.sh stop "$load_pg_dir"; rm -rf "$load_pg_dir"' EXIT
+    PG_DURABLE=1 PG_PRELOAD_LIBRARIES=pg_stat_statements PG_MAX_CONNECTIONS=${PG_MAX_CONNECTIONS:-300} \
+        scripts/pg.sh start "$load_pg_dir" "$port"
+    BENCH_LOAD_DATABASE_URL=$(scripts/pg.sh url "$port")
+    swift build -c "$configuration" --product gateway
+    BENCH_GATEWAY=$(swift build -c "$configuration" --show-bin-path)/gateway
+    mkdir -p "$out"
+    cc -O2 -Wall -Werror -o "$out/loadgen" "$source/loadgen.c"
+    cc -O2 -Wall -Werror -static -o "$out/peak-rss" "$source/peak-rss.c"
+    BENCH_LOADGEN=$PWD/$out/loadgen
+    BENCH_C_DIRECTORY=$PWD/$out
+    export BENCH_LOAD_DATABASE_URL BENCH_GATEWAY BENCH_LOADGEN BENCH_C_DIRECTORY
+}
+
 if [ "${1:-}" = "--inside" ]; then
     if [ "${BENCH_ONLY:-}" = startup ]; then
         # Only what the section runs: the bench itself, the shipped functions, the floors.
@@ -156,6 +186,14 @@ if [ "${1:-}" = "--inside" ]; then
         unpack_release
         stage_levers
         build_floors
+        exec "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
+    fi
+    if [ "${BENCH_ONLY:-}" = load ]; then
+        # The shipped functions (make release's zips), then the host and the bench. BENCH_REUSE_ZIPS=1 keeps the zips
+        # of an earlier make release (their build is the longest step).
+        unpack_release
+        prepare_load
+        swift build -c "$configuration" --product bench
         exec "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
     fi
     if [ "${BENCH_ONLY:-}" = push ]; then
@@ -169,13 +207,14 @@ if [ "${1:-}" = "--inside" ]; then
     unpack_release
     stage_levers
     build_floors
+    prepare_load
     # The pgbench floor, from the PostgreSQL install.
     BENCH_PGBENCH=$(ls -d /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | sort -V | tail -n 1 || true)
     export BENCH_PGBENCH
     # The pooler section: PgBouncer in transaction mode in front of the throwaway cluster, on a free port.
     pooler_dir=$(mktemp -d /tmp/caregiver-push-bench-pgbouncer.XXXXXX)
     chmod 755 "$pooler_dir"
-    trap 'scripts/pgbouncer.sh stop "$pooler_dir/bouncer"; rm -rf "$pooler_dir"' EXIT
+    trap 'scripts/pgbouncer.sh stop "$pooler_dir/bouncer"; rm -rf "$pooler_dir"; scripts/pg.sh stop "$load_pg_dir"; rm -rf "$load_pg_dir"' EXIT
     pooler_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     upstream_port=$(echo "$DATABASE_URL" | sed -E 's#^[a-z]+://[^/]*:([0-9]+)/.*#\1#')
     BENCH_POOLER_POOL_SIZE=20

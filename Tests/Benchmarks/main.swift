@@ -85,6 +85,15 @@ do {
         exit(0)
     }
 
+    // `BENCH_ONLY=load`: the whole recording under an open-loop load (LoadBenchmark), nothing else. BENCH_LOAD_RATES,
+    // BENCH_LOAD_SECONDS, BENCH_LOAD_RETRY_AFTER_RATE (scripts/bench.sh).
+    if environment["BENCH_ONLY"] == "load" {
+        let section = try loadReport(functionDirectory: functionDirectory, environment: environment)
+        try ("# Benchmarks (load section only)\n" + section).write(toFile: output, atomically: true, encoding: .utf8)
+        print(section)
+        exit(0)
+    }
+
     // `BENCH_ONLY=push`: the fan-out by device count and the sweep's backlog throughput (docs/behaviour.md#sweep), nothing else.
     // While working on the sender: `BENCH_PUSH_COUNTS=1,1000` (the device counts), `BENCH_PUSH_SWEEP=0` (no sweep),
     // `BENCH_STAND_IN=in-process` (the emulator among this process's threads, as before).
@@ -429,6 +438,7 @@ do {
                     + "alone (`/healthz`) %.2f ms; the rest is waiting (PostgreSQL, the hops between the processes)",
                 row.medianMilliseconds, runtime, gateway, workers, hop ?? 0)
         })
+    report += try loadReport(functionDirectory: functionDirectory, environment: environment)
     if let headerEnd = report.range(of: "\n## Push fan-out\n") {
         report.insert(contentsOf: summary.markdown, at: headerEnd.lowerBound)
     } else {
