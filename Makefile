@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-dev bench-startup release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz reading-path
+.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-dev bench-startup bench-load release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz reading-path
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -52,6 +52,13 @@ bench-dev: deps
 bench-startup:
 	mkdir -p bench-out
 	BENCH_ONLY=startup BENCH_OUTPUT=bench-out/startup.md scripts/bench.sh
+
+## make bench-load: only the load section (the whole recording under an open-loop load on the production host, by rate),
+## written to bench-out/load.md; docs/benchmarks.md is left alone. BENCH_LOAD_RATES (20,50,100,200,300),
+## BENCH_LOAD_SECONDS (20 per rate), BENCH_LOAD_RETRY_AFTER_RATE (100; 0: no Retry-After run).
+bench-load:
+	mkdir -p bench-out
+	BENCH_ONLY=load BENCH_OUTPUT=bench-out/load.md scripts/bench.sh
 
 ## make fuzz: build the libFuzzer harnesses (Tests/Fuzz) with -sanitize=fuzzer,address into .build-fuzz and run each
 ## for FUZZ_SECONDS (default 60); non-zero exit and the artifact path when one finds a crash or a broken invariant.

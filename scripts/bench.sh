@@ -194,7 +194,9 @@ if [ "${1:-}" = "--inside" ]; then
         unpack_release
         prepare_load
         swift build -c "$configuration" --product bench
-        exec "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
+        # Not exec: the EXIT trap stops the load section's cluster.
+        "$(swift build -c "$configuration" --show-bin-path)/bench" "${BENCH_OUTPUT:-docs/benchmarks.md}"
+        exit
     fi
     if [ "${BENCH_ONLY:-}" = push ]; then
         # The fan-out and the sweep's backlog: the bench and push-sweep from this build, the emulator in-process.
