@@ -61,6 +61,13 @@ FIXED = {
     "SSL_CERT_FILE": "the image sets it to its bundle; on Lambda the system store of provided.al2023",
     "SSL_CERT_DIR": "as SSL_CERT_FILE",
 }
+# Deployed on purpose with another value than the code's default: variable -> (the deployments' value, why). The
+# code's default serves a run by hand or in CI (`echo '{}' | push-sweep` makes one pass); each deployment's schedule
+# keeps one sweep always there (docs/behaviour.md#sweep).
+SCHEDULED = {
+    "PUSH_SWEEP_STAY": ("on", "each scheduled run stays, sending retries as they fall due"),
+    "PUSH_SWEEP_TIME_LIMIT_MS": ("70000", "70 s: each minute's run overlaps the next one's start"),
+}
 # The secrets: on Lambda the ARN variable, on Knative the variable it supplies (from a Kubernetes Secret).
 SECRET_ARNS = {
     "DATABASE_SECRET_ARN": ("DATABASE_URL", "DatabaseSecretArn"),
@@ -212,6 +219,8 @@ def main():
             continue
         parameter = parameters.get(ref(value) or "")
         check(parameter is not None, f"{variable} is not !Ref of a parameter")
+        if variable in SCHEDULED:
+            default = SCHEDULED[variable][0]
         if parameter is not None:
             check(str(parameter.get("Default", "")) == default,
                   f"parameter {ref(value)} defaults to {parameter.get('Default')!r}, the code to {default!r}")
@@ -325,6 +334,8 @@ def main():
             continue
         check(variable in knative_env, f"infra/knative/service.yaml cannot set {variable}")
         entry = knative_env.get(variable, {})
+        if variable in SCHEDULED:
+            default = SCHEDULED[variable][0]
         if "value" in entry and default and variable not in ("METRICS_NAMESPACE", "LOG_LEVEL"):
             check(str(entry["value"]) == default, f"Knative's {variable}={entry['value']} is not the code's {default}")
     routed = [f for f in table if "path" in f]
@@ -366,6 +377,11 @@ def main():
     check(cron_job["activeDeadlineSeconds"] == sweep["timeoutSeconds"], "the CronJob's deadline is not push-sweep's")
     check(sweep["schedule"] == "rate(1 minute)" and cron["spec"]["schedule"] == "* * * * *",
           "the CronJob's schedule is not push-sweep's")
+    # A staying sweep outlasts the minute, ends before its timeout, and the next run may start meanwhile.
+    limit = int(SCHEDULED["PUSH_SWEEP_TIME_LIMIT_MS"][0])
+    check(60_000 < limit < (sweep["timeoutSeconds"] - 2) * 1000,
+          f"PUSH_SWEEP_TIME_LIMIT_MS {limit} does not outlast the minute within push-sweep's timeout")
+    check(cron["spec"].get("concurrencyPolicy") == "Allow", "the CronJob forbids the overlap a staying sweep needs")
 
     # The Dockerfile against the manifest: staged artifacts only, and every function in the image.
     dockerfile = open("infra/docker/Dockerfile").read()

@@ -21,8 +21,16 @@ struct PushDispatchTests {
         var allTokens: Set<String> { Set(devices.values.flatMap { $0 }) }
     }
 
-    static func household(displayName: String = "佐藤一郎", caregivers: [[String]]) throws -> Household {
-        try TestDatabase.with { connection in
+    /// On `database`, or the suite's shared one: a test that sweeps needs a database of its own, since a sweep
+    /// leases every due delivery of its database.
+    static func with<T>(_ database: IsolatedDatabase?, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try database.map { try $0.with(body) } ?? TestDatabase.with(body)
+    }
+
+    static func household(
+        displayName: String = "佐藤一郎", caregivers: [[String]], in database: IsolatedDatabase? = nil
+    ) throws -> Household {
+        try Self.with(database) { connection in
             let patient = try Seed.patient(connection, displayName: displayName)
             var household = Household(patient: patient, displayName: displayName)
             for tokens in caregivers {
@@ -59,17 +67,52 @@ struct PushDispatchTests {
     ) -> DeliveryReport {
         let database = DatabaseSession(configuration: configuration)
         defer { database.close() }
+        let logger = log.logger(function: "dose-record")
+        var lease: OwedPush.Lease?
         do {
-            _ = try database.withTransaction { connection in
-                try PushOutbox.enqueue(event, source: .doseRecord, configuration: configuration, connection: connection)
+            // The recording's own statement, leasing what it queues to the recording's sender.
+            let token = UUID()
+            let leased = try database.withTransaction { connection in
+                try PushOutbox.enqueueQuery(
+                    event, source: .doseRecord, configuration: configuration, ifRecorded: nil, lease: token,
+                    logger: logger
+                ).map { try DeliveryQueue.leased(connection.query($0)) }
             }
+            if let leased, !leased.isEmpty { lease = OwedPush.Lease(token: token, deliveries: leased) }
         } catch {
             Issue.record("the outbox could not be written: \(error)")
         }
-        let dispatcher = PushDispatcher(configuration: configuration, logger: log.logger(function: "dose-record"))
+        let dispatcher = PushDispatcher(configuration: configuration, logger: logger)
         return dispatcher.dispatch(
-            eventKey: event.eventKey, database: database, push: PushResources(configuration: configuration),
+            eventKey: event.eventKey, lease: lease, database: database,
+            push: PushResources(configuration: configuration),
             deadline: dispatcher.sendDeadline(hostDeadline: nil))
+    }
+
+    /// A sweep's sending step for `seconds`, staying (`PUSH_SWEEP_STAY=on`): what falls due meanwhile is sent.
+    @discardableResult
+    static func sweep(for seconds: Double, fake: FCMFake, in isolated: IsolatedDatabase) -> DeliveryReport {
+        let configuration = fake.configuration(["PUSH_SWEEP_STAY": "on", "DATABASE_URL": isolated.runtimeURL])
+        let database = DatabaseSession(configuration: configuration)
+        defer { database.close() }
+        let dispatcher = PushDispatcher(
+            configuration: configuration, logger: CapturedLog().logger(function: "push-sweep"))
+        return dispatcher.sweep(
+            until: .now + .milliseconds(Int(seconds * 1000)), database: database,
+            push: PushResources(configuration: configuration)
+        ).report
+    }
+
+    /// The row of the only delivery of `eventKey`: when it is next due, relative to the database's clock, in ms.
+    static func dueInMilliseconds(eventKey: String, in database: IsolatedDatabase) throws -> Int? {
+        try database.with { connection in
+            try connection.query(
+                """
+                SELECT (extract(epoch FROM next_attempt_at - now()) * 1000)::bigint FROM push_deliveries
+                WHERE event_key = \(eventKey)
+                """
+            ).single?.decode(Int.self, at: 0)
+        }
     }
 
     struct DeliveryRow: Equatable {
@@ -80,8 +123,8 @@ struct PushDispatchTests {
         let messageName: String?
     }
 
-    static func deliveries(eventKey: String) throws -> [DeliveryRow] {
-        try TestDatabase.with { connection in
+    static func deliveries(eventKey: String, in database: IsolatedDatabase? = nil) throws -> [DeliveryRow] {
+        try Self.with(database) { connection in
             try connection.query(
                 """
                 SELECT d.token, p.status, p.attempts, p.last_error, p.fcm_message_name
@@ -264,44 +307,68 @@ struct PushDispatchTests {
         #expect(device?.disabledReason == disabledReason)
     }
 
-    @Test("503 once, then success: one delivered message, SENT after 2 attempts")
-    func retryAfterUnavailable() throws {
+    @Test("503 once: the recording's send makes one attempt and leaves the retry due after its back-off")
+    func retryLeftToTheSweep() throws {
         let fake = try FCMFake()
+        let database = try IsolatedDatabase()
         let token = makeDeviceToken() + "UNAVAILABLE_ONCE"
-        let household = try Self.household(caregivers: [[token]])
+        let household = try Self.household(caregivers: [[token]], in: database)
         let event = Self.event(household)
-        #expect(Self.dispatch(event, fake: fake).sent == 1)
+        let report = Self.dispatch(event, fake: fake, overrides: ["DATABASE_URL": database.runtimeURL])
+        #expect(report.sent == 0 && report.retryScheduled == 1)
+        #expect(try fake.messages(to: [token]).count == 0)
+        let row = try #require(try Self.deliveries(eventKey: event.eventKey, in: database).first)
+        #expect(row.status == "PENDING" && row.attempts == 1 && row.lastError?.contains("503 UNAVAILABLE") == true)
+        // The first back-off: 0.5 s with equal jitter, so due between 0.25 s and 0.5 s after the answer.
+        let due = try #require(try Self.dueInMilliseconds(eventKey: event.eventKey, in: database))
+        #expect(due > 0 && due <= 500)
+        // A sweep already running sends it when due: one delivered message, SENT after 2 attempts.
+        #expect(Self.sweep(for: 4, fake: fake, in: database).sent == 1)
         #expect(try fake.messages(to: [token]).count == 1)
-        let row = try #require(try Self.deliveries(eventKey: event.eventKey).first)
-        #expect(row.status == "SENT" && row.attempts == 2)
+        let sent = try #require(try Self.deliveries(eventKey: event.eventKey, in: database).first)
+        #expect(sent.status == "SENT" && sent.attempts == 2)
+        let times = try fake.requests().compactMap { $0["receivedAtMs"]?.numberValue }
+        try #require(times.count == 2)
+        #expect(times[1] - times[0] >= 240)
     }
 
-    @Test("429 with Retry-After: 1 is retried no sooner than a second later")
+    @Test("429 with Retry-After: 1 is left due a second later, and the sweep sends it no sooner")
     func retryAfterHonoured() throws {
         let fake = try FCMFake()
+        let database = try IsolatedDatabase()
         let token = makeDeviceToken() + "QUOTA_ONCE"
-        let household = try Self.household(caregivers: [[token]])
-        #expect(Self.dispatch(Self.event(household), fake: fake).sent == 1)
+        let household = try Self.household(caregivers: [[token]], in: database)
+        let event = Self.event(household)
+        #expect(Self.dispatch(event, fake: fake, overrides: ["DATABASE_URL": database.runtimeURL]).retryScheduled == 1)
+        let due = try #require(try Self.dueInMilliseconds(eventKey: event.eventKey, in: database))
+        #expect(due > 500 && due <= 1000)
+        #expect(Self.sweep(for: 4, fake: fake, in: database).sent == 1)
         let times = try fake.requests().compactMap { $0["receivedAtMs"]?.numberValue }
         try #require(times.count == 2)
         #expect(times[1] - times[0] >= 950)
     }
 
-    @Test("always 503: back to PENDING with its attempts and last error, all within the deadline")
+    @Test("always 503: the recording's send frees its worker after one attempt; the sweep retries with back-off")
     func alwaysUnavailable() throws {
         let fake = try FCMFake()
+        let database = try IsolatedDatabase()
         let token = makeDeviceToken() + "UNAVAILABLE_ALWAYS"
-        let household = try Self.household(caregivers: [[token]])
+        let household = try Self.household(caregivers: [[token]], in: database)
         let event = Self.event(household)
-        let started = Date().timeIntervalSince1970 * 1000
-        let report = Self.dispatch(event, fake: fake, overrides: ["PUSH_SEND_DEADLINE_MS": "2500"])
+        let report = Self.dispatch(
+            event, fake: fake, overrides: ["PUSH_SEND_DEADLINE_MS": "2500", "DATABASE_URL": database.runtimeURL])
         #expect(report.retryScheduled == 1 && report.failed == 0)
-        let row = try #require(try Self.deliveries(eventKey: event.eventKey).first)
-        #expect(row.status == "PENDING" && row.attempts >= 2 && row.lastError?.contains("503 UNAVAILABLE") == true)
+        let row = try #require(try Self.deliveries(eventKey: event.eventKey, in: database).first)
+        #expect(row.status == "PENDING" && row.attempts == 1 && row.lastError?.contains("503 UNAVAILABLE") == true)
+        // One attempt, so no back-off was waited out in the recording's process.
+        #expect(try fake.requests().count == 1)
+        // The sweep keeps retrying it inside its own leases, spaced by the back-off.
+        Self.sweep(for: 4, fake: fake, in: database)
+        let retried = try #require(try Self.deliveries(eventKey: event.eventKey, in: database).first)
+        #expect(retried.status == "PENDING" && retried.attempts >= 2)
         let times = try fake.requests().compactMap { $0["receivedAtMs"]?.numberValue }
-        #expect(times.count == row.attempts)
-        // The dispatcher's own clock starts a little after `started`; nothing may be sent after its deadline.
-        #expect(times.allSatisfy { $0 <= started + 2500 + 1000 })
+        #expect(times.count == retried.attempts)
+        #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 >= 240 })
     }
 
     @Test("a refused access token (401) is re-minted once and the send retried")

@@ -86,7 +86,8 @@ struct RespondThenContinueTests {
                 sentAtAnswer = try fake.messages(to: [token]).count
             })
         #expect(result.status == 200)
-        #expect(atAnswer == ["PENDING"])
+        // Queued leased to the recording's own sender (its transaction wrote it so), and not yet sent.
+        #expect(atAnswer == ["SENDING"])
         #expect(sentAtAnswer == 0)
         #expect(try statuses() == ["SENT"])
         #expect(try fake.messages(to: [token]).count == 1)

@@ -47,7 +47,7 @@ struct FunctionTableTests {
             contentsOf: Repository.root.appendingPathComponent("infra/functions.json"))
         let sweep = try #require(table.function(named: "push-sweep"))
         #expect(sweep.rate == .seconds(60) && sweep.routeKey == nil && sweep.method == nil && sweep.path == nil)
-        #expect(sweep.timeoutSeconds == 60)
+        #expect(sweep.timeoutSeconds == 90)
         let routed = table.functions.filter { $0.routeKey != nil }
         #expect(routed.count == 5 && routed.allSatisfy { $0.rate == nil })
         #expect(table.function(named: "dose-record")?.routeKey == "POST /api/dose-records")

@@ -292,10 +292,12 @@ struct DurablePushTests {
             let run = try KillableRun(
                 "dose-record", event: home.doseEvent(), environment: environment, stalledStdout: true)
             #expect(try eventually { try home.recorded })
-            // Committed; its response is stuck in a full pipe nobody reads, and no send has begun.
+            // Committed, leased to the recording's own sender by its transaction; its response is stuck in a full
+            // pipe nobody reads, and no send has begun. The lease runs out, and the sweep sends them.
             Thread.sleep(forTimeInterval: 0.2)
             outcome.killed = run.kill()
-            #expect(try Self.deliveries(home).allSatisfy { $0.status == "PENDING" && !$0.leased })
+            #expect(try Self.deliveries(home).allSatisfy { $0.status == "SENDING" && $0.leased })
+            #expect(try fake.requests().isEmpty)
         case .afterResponseBeforeSend:
             // No token in the shared cache and the mint's advisory lock held: the send waits for the lock.
             let holder = try LockHolder(url: home.database.url)

@@ -73,6 +73,11 @@ public struct Configuration: Sendable {
     /// `PUSH_SWEEP_TIME_LIMIT_MS`: how long one `push-sweep` run may lease and send, when its host gives no
     /// deadline of its own (one-shot mode); under the Runtime API the invocation's deadline bounds it too.
     public var pushSweepTimeLimitMilliseconds: Int
+    /// `PUSH_SWEEP_STAY` (`on` / `off`, default `off`): whether a `push-sweep` run stays until its time limit once
+    /// nothing is due, sending each delivery as it falls due (a recording's retry after its back-off), rather than
+    /// ending. The deployments' schedules turn it on, so that some run is always there; a run by hand or in CI
+    /// (`echo '{}' | push-sweep`) makes one pass.
+    public var pushSweepStays: Bool
     /// `METRICS_NAMESPACE`: the CloudWatch namespace of the EMF metrics lines.
     public var metricsNamespace: String
     /// `SSL_CERT_FILE` / `SSL_CERT_DIR`, or the system bundle: whom every outgoing TLS connection trusts.
@@ -168,6 +173,13 @@ public struct Configuration: Sendable {
                 "DATABASE_LOCK_TIMEOUT_MS", default: 2000, range: 1...60_000, unit: "milliseconds"),
             statementTimeoutMilliseconds: integer(
                 "DATABASE_STATEMENT_TIMEOUT_MS", default: 5000, range: 1...60_000, unit: "milliseconds"))
+        switch value("PUSH_SWEEP_STAY") {
+        case nil, "off": pushSweepStays = false
+        case "on": pushSweepStays = true
+        default:
+            pushSweepStays = false
+            errors.append(ConfigurationError(variable: "PUSH_SWEEP_STAY", reason: "must be on or off"))
+        }
         switch value("DATABASE_PREPARED_STATEMENTS") {
         case nil, "off": preparesStatements = false
         case "on": preparesStatements = true

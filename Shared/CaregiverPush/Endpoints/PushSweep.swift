@@ -13,7 +13,9 @@ import Logging
 /// 4. leases due deliveries in batches of `PUSH_SWEEP_BATCH_SIZE` (`FOR UPDATE SKIP LOCKED`: two sweeps never hold
 ///    the same delivery) and sends them through the recording functions' own path, until nothing is due or its
 ///    time is up: the next batch is leased while the last is still in flight (no stop-and-wait per batch), sends
-///    start at most `PUSH_SWEEP_SEND_RATE` a second, and a 429 with `Retry-After` pauses all of them;
+///    start at most `PUSH_SWEEP_SEND_RATE` a second, and a 429 with `Retry-After` pauses all of them; with
+///    `PUSH_SWEEP_STAY=on`, when nothing is due it stays, and sends each delivery as it falls due (a recording's
+///    retry) until its time is up;
 /// 5. deletes final deliveries, then events without deliveries, older than `PUSH_RETENTION_DAYS`.
 ///
 /// Every step works in bounded batches. The summary (counts) is the invocation's response.
@@ -104,8 +106,8 @@ public struct PushSweep: ScheduledJob {
 extension PushDispatcher {
     /// `push-sweep`'s sending step (docs/behaviour.md#sweep): leases due deliveries of any event in batches of
     /// `PUSH_SWEEP_BATCH_SIZE` and sends them, the next batch leased while the last is still in flight, sends paced
-    /// at `PUSH_SWEEP_SEND_RATE`, until nothing is due or less time is left than a batch needs. A pause FCM asked for
-    /// is waited out when the run has time left after it.
+    /// at `PUSH_SWEEP_SEND_RATE`, until nothing is due — or, with `PUSH_SWEEP_STAY=on`, sending whatever falls due
+    /// meanwhile as it does, until less time is left than a batch needs. A pause FCM asked for is waited out when the run has time left after it.
     /// - Returns: the counts, and why sending stopped early when it did (`throttled`, or a skipped step's reason).
     func sweep(
         until runDeadline: ContinuousClock.Instant, database: DatabaseSession, push: PushResources
@@ -128,10 +130,27 @@ extension PushDispatcher {
                 continuation: .init(runDeadline: runDeadline, minimumLeaseTime: minimumBatchTime, pacer: pacer))
             if let reason = batch.skippedReason { return (report, reason) }
             report.add(batch)
-            if !batch.moreDue { break }
+            if batch.moreDue { continue }
+            guard configuration.pushSweepStays else { break }
+            // Nothing more due now: the run stays (`PUSH_SWEEP_STAY`), so that a retry the recordings' senders leave
+            // (due after its back-off) is sent when it falls due rather than at the next minute's run. It sleeps
+            // until the next delivery known to fall due, and looks again at least every `sweepPollInterval`.
+            let waitUntil = min(ContinuousClock.now + Self.sweepPollInterval, runDeadline - minimumBatchTime)
+            guard waitUntil > .now else { break }
+            do {
+                let nextDue = try DeliveryQueue.millisecondsToNextDue(database: database)
+                ThreadSleep.sleep(until: min(waitUntil, .now + .milliseconds(max(nextDue ?? Int.max / 2, 0))))
+            } catch {
+                return (report, "database")
+            }
         }
         return (report, nil)
     }
+
+    /// How often a sweep with nothing due looks for deliveries that fell due: shorter than the shortest back-off
+    /// (``RetryPolicy/baseBackoff`` / 2), so that a retry written after the sweep's last look is still seen before
+    /// it is due.
+    static let sweepPollInterval = Duration.milliseconds(200)
 }
 
 /// The push queue's bookkeeping that `push-sweep` runs around its sends (docs/behaviour.md#sweep): devices gone

@@ -16,8 +16,9 @@ import Logging
 ///
 /// 1. Gets the FCM access token first (shared in `fcm_access_tokens`), so that nothing is leased that cannot be sent.
 /// 2. Hands the rest to one ``DeliveryRun`` over the process's ``CurlClient`` and ``DeliveryQueue``: it leases the due
-///    deliveries, sends them concurrently, retrying transient failures inside the deadline, and records each
-///    outcome; what could not be sent in time goes back to `PENDING` with a back-off, for the sweep.
+///    deliveries, sends them concurrently and records each outcome. A recording's own send makes one attempt per
+///    device: a transient failure goes back to `PENDING`, due after its back-off, for the sweep (which stays
+///    running and sends it when due); the sweep retries transient failures inside its own leases.
 ///
 /// Nothing is thrown: this runs after the response. Whatever goes wrong leaves deliveries `PENDING` or leased, and a
 /// lease runs out: the sweep finishes the job.
@@ -47,10 +48,32 @@ public struct PushDispatcher {
         eventKey: String, database: DatabaseSession, push: PushResources, deadline: ContinuousClock.Instant,
         metrics: InvocationMetrics? = nil
     ) -> DeliveryReport {
+        dispatch(eventKey: eventKey, lease: nil, database: database, push: push, deadline: deadline, metrics: metrics)
+    }
+
+    /// Sends the deliveries `eventKey` owes: those `lease` holds when the recording transaction leased them (no
+    /// lease statement then), else whatever of the event is due. Leased deliveries a skipped send cannot send go
+    /// back to the queue at once, due now (or when FCM's pause ends), for the sweep. Never throws.
+    @discardableResult
+    func dispatch(
+        eventKey: String, lease: OwedPush.Lease?, database: DatabaseSession, push: PushResources,
+        deadline: ContinuousClock.Instant, metrics: InvocationMetrics? = nil
+    ) -> DeliveryReport {
         var log = logger
         log[metadataKey: "push.event"] = .string(DoseTakenEvent.collapseID(of: eventKey))
         let report = run(
-            limit: 10_000, eventKey: eventKey, database: database, push: push, deadline: deadline, logger: log)
+            limit: 10_000, eventKey: eventKey, preLeased: lease, database: database, push: push, deadline: deadline,
+            logger: log)
+        if report.skippedReason != nil, let lease {
+            let pause = (try? push.httpClient())?.pausedUntil.map { max(($0 - .now).milliseconds, 0) } ?? 0
+            let outcomes = lease.deliveries.map {
+                // Never attempted: the attempt the lease counted is given back.
+                DeliveryOutcome(
+                    delivery: $0, status: .pending, attempts: max($0.attempts - 1, 0),
+                    lastError: "not sent: push \(report.skippedReason ?? "skipped")", retryDelayMilliseconds: pause)
+            }
+            DeliveryQueue.record(outcomes, lease: lease.token, database: database, logger: log)
+        }
         report.record(in: metrics)
         return report
     }
@@ -66,7 +89,7 @@ public struct PushDispatcher {
     /// Lease, send, record: everything due (of `eventKey`, or of any event), at most `limit` deliveries a lease; one
     /// lease, or with `continuation` as many as come due while it sends.
     func run(
-        limit: Int, eventKey: String?, database: DatabaseSession, push: PushResources,
+        limit: Int, eventKey: String?, preLeased: OwedPush.Lease? = nil, database: DatabaseSession, push: PushResources,
         deadline: ContinuousClock.Instant, logger log: Logger, continuation: Continuation? = nil
     ) -> DeliveryReport {
         guard configuration.pushEnvironment != nil else {
@@ -99,15 +122,24 @@ public struct PushDispatcher {
             return DeliveryReport(skippedReason: "access token")
         }
         let opened = client.connectionsOpened
+        var retry = RetryPolicy()
+        if continuation == nil {
+            // A recording's own send holds nothing: one attempt per device (a re-minted token's aside), and a
+            // retryable answer goes back to the queue due after its back-off, where the sweep, which stays
+            // running, sends it on time. Waiting here would keep the recording's worker from its next request.
+            retry.maxAttemptsPerLease = 1
+        }
         let delivery = DeliveryRun(
             transport: client,
             store: DatabaseDeliveryStore(
-                eventKey: eventKey, configuration: configuration, database: database, logger: log),
+                eventKey: eventKey, preLeased: preLeased, configuration: configuration, database: database,
+                logger: log),
             clock: SystemDeliveryClock(),
             settings: .init(
                 sendURL: "\(configuration.fcmAPIBaseURL)/v1/projects/\(provider.account.projectID)/messages:send",
                 trust: configuration.trustStore, batchSize: limit,
-                sendWindow: .milliseconds(configuration.pushSendDeadlineMilliseconds), continuation: continuation,
+                sendWindow: .milliseconds(configuration.pushSendDeadlineMilliseconds), retry: retry,
+                continuation: continuation, waitsOutPauses: continuation != nil,
                 validationTopic: configuration.fcmValidationTopic),
             accessToken: accessToken, logger: log
         ) { rejected, leaseDeadline in

@@ -103,10 +103,11 @@ public enum PushOutbox {
     /// set: for a recording transaction that sends it in one flight with its insert.
     /// - Parameters:
     ///   - recorded: the row whose existence decides whether the event is owed (`nil`: it is).
+    ///   - lease: the token the new deliveries are leased under, for the recording's own send.
     ///   - logger: says so when no push is owed because pushes are off: that dose will never be pushed.
     static func enqueueQuery(
         _ event: DoseTakenEvent, source: Source, configuration: Configuration, ifRecorded recorded: RecordedRow?,
-        logger: Logger
+        lease: UUID, logger: Logger
     ) -> PostgresQuery? {
         if configuration.pushEnvironment == nil {
             logger.warning(
@@ -115,7 +116,8 @@ public enum PushOutbox {
         return configuration.pushEnvironment.map {
             enqueueQuery(
                 event, source: source, environment: $0, deviceCap: configuration.pushMaxDevicesPerCaregiver,
-                registrationDays: configuration.pushDeviceStaleDays, ifRecorded: recorded)
+                registrationDays: configuration.pushDeviceStaleDays, ifRecorded: recorded,
+                lease: (lease, DeliveryQueue.leaseSeconds(configuration)))
         }
     }
 
@@ -129,10 +131,19 @@ public enum PushOutbox {
     /// cap was exceeded before it was enforced. One statement, served by `caregiver_patient_links_active_by_patient`
     /// and `push_devices_enabled_by_owner`.
     ///
+    /// With `lease`, the new deliveries are written already leased to the recording's own sender (`SENDING`, one
+    /// attempt, `lease_until` `lease.seconds` ahead, the event's revision) and the statement returns them as
+    /// ``DeliveryQueue/leasedColumns``: the sender sends them without a lease statement of its own, and each row is
+    /// written once before its outcome. A sender that dies leaves the lease to run out, and the sweep sends them.
+    /// An event revised by an earlier recording gets `PENDING` rows and returns none: its sender leases the event's
+    /// deliveries, the reopened ones with them. Without `lease`, every row is `PENDING`, and the statement returns
+    /// each row it queued.
+    ///
     /// Package-visible so that the tests and benchmarks queue an event with the very statement a recording runs.
     package static func enqueueQuery(
         _ event: DoseTakenEvent, source: Source, environment: Configuration.PushEnvironment, deviceCap: Int,
-        registrationDays: Int = Configuration.defaultDeviceStaleDays, ifRecorded recorded: RecordedRow?
+        registrationDays: Int = Configuration.defaultDeviceStaleDays, ifRecorded recorded: RecordedRow?,
+        lease: (token: UUID, seconds: Double)? = nil
     ) -> PostgresQuery {
         var (doseID, prnDoseID): (AppID?, AppID?) = (nil, nil)
         switch recorded {
@@ -159,7 +170,8 @@ public enum PushOutbox {
                         revision = e.revision + CASE
                             WHEN (e.within_time AND NOT excluded.within_time)
                               OR (e.recorded_by = 'CAREGIVER' AND excluded.recorded_by <> 'CAREGIVER') THEN 1 ELSE 0 END
-                RETURNING e.revision
+                RETURNING e.event_key, e.patient_id, e.local_date, e.slot, e.recording_group_id, e.taken_at,
+                          e.within_time, e.recorded_by, e.revision
             ), reopened AS (
                 -- Only once revised: what was sent (or is being sent) from an older revision is owed again. The
                 -- event's PENDING rows are rewritten unchanged, which holds their locks until COMMIT: a lease that
@@ -172,21 +184,37 @@ public enum PushOutbox {
                 FROM event
                 WHERE event.revision > 1 AND p.event_key = \(event.eventKey)
                   AND p.status IN ('PENDING', 'SENDING', 'SENT') AND p.sent_revision IS DISTINCT FROM event.revision
+            ), holder AS (
+                -- The lease the new rows are written under: none for an event revised before (its older rows are
+                -- owed again, and the sender leases them all by the event), nor when the caller leases later.
+                SELECT CASE WHEN event.revision = 1 THEN \(lease?.token)::uuid END AS token FROM event
+            ), queued AS (
+                INSERT INTO caregiver_push.push_deliveries AS p
+                    (event_key, push_device_id, status, next_attempt_at, attempts, lease_token, lease_until,
+                     sent_revision)
+                SELECT \(event.eventKey), d.id, CASE WHEN holder.token IS NULL THEN 'PENDING' ELSE 'SENDING' END,
+                       now(), CASE WHEN holder.token IS NULL THEN 0 ELSE 1 END, holder.token,
+                       CASE WHEN holder.token IS NOT NULL
+                            THEN now() + make_interval(secs => \(lease?.seconds ?? 0)) END,
+                       CASE WHEN holder.token IS NOT NULL THEN 1 END
+                FROM holder, caregiver_push.caregiver_patient_links l
+                CROSS JOIN LATERAL (
+                    SELECT id FROM caregiver_push.push_devices
+                    WHERE owner_type = 'CAREGIVER' AND owner_id = l.caregiver_id
+                      AND environment = \(environment.rawValue) AND is_enabled
+                      AND last_seen_at > now() - make_interval(days => \(registrationDays))
+                    ORDER BY last_seen_at DESC, id
+                    LIMIT \(max(deviceCap, 1))
+                ) d
+                WHERE l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
+                  AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
+                ON CONFLICT (event_key, push_device_id) DO NOTHING
+                RETURNING p.id, p.push_device_id, p.attempts, p.status
             )
-            INSERT INTO caregiver_push.push_deliveries (event_key, push_device_id, status, next_attempt_at)
-            SELECT \(event.eventKey), d.id, 'PENDING', now()
-            FROM owed, caregiver_push.caregiver_patient_links l
-            CROSS JOIN LATERAL (
-                SELECT id FROM caregiver_push.push_devices
-                WHERE owner_type = 'CAREGIVER' AND owner_id = l.caregiver_id
-                  AND environment = \(environment.rawValue) AND is_enabled
-                  AND last_seen_at > now() - make_interval(days => \(registrationDays))
-                ORDER BY last_seen_at DESC, id
-                LIMIT \(max(deviceCap, 1))
-            ) d
-            WHERE owed.owed AND l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
-              AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
-            ON CONFLICT (event_key, push_device_id) DO NOTHING
+            SELECT \(sql: DeliveryQueue.leasedColumns)
+            FROM queued p JOIN caregiver_push.push_devices d ON d.id = p.push_device_id,
+                 event e, caregiver_push.patients pt
+            WHERE (p.status = 'SENDING' OR \(lease?.token)::uuid IS NULL) AND pt.id = e.patient_id
             """
     }
 

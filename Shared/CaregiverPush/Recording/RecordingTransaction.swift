@@ -22,6 +22,9 @@ final class RecordingTransaction {
     private let logger: Logger
     private var accessAdded = false
     private var accessStatement: PipelinedTransaction.Statement?
+    /// The outbox statement and the lease its deliveries are written under; then what it leased, once it ran.
+    private var outbox: (statement: PipelinedTransaction.Statement, token: UUID)?
+    private var leased: [LeasedDelivery]?
 
     private init(
         _ transaction: PipelinedTransaction, access: PatientAccess, accessQuery: PostgresQuery?,
@@ -50,10 +53,12 @@ final class RecordingTransaction {
     ) throws -> Recorded<Value> {
         let accessQuery = lock.map { access.lockQuery(namespace: $0.namespace, key: $0.key) } ?? access.linkQuery
         return try database.connection().withPipelinedTransaction(logger: logger) { transaction in
-            try body(
-                RecordingTransaction(
-                    transaction, access: access, accessQuery: accessQuery, source: source,
-                    configuration: configuration, logger: logger))
+            let recording = RecordingTransaction(
+                transaction, access: access, accessQuery: accessQuery, source: source, configuration: configuration,
+                logger: logger)
+            let recorded = try body(recording)
+            guard let outbox = recording.outbox, let leased = recording.leased, !leased.isEmpty else { return recorded }
+            return recorded.leasing(OwedPush.Lease(token: outbox.token, deliveries: leased))
         }
     }
 
@@ -73,6 +78,9 @@ final class RecordingTransaction {
     func run(_ flight: PipelinedTransaction.Flight) throws -> PipelinedTransaction.FlightResults {
         let results = try transaction.run(flight)
         if let accessStatement, results.includes(accessStatement) { try access.checkLink(results[accessStatement]) }
+        if let outbox, results.includes(outbox.statement) {
+            leased = try DeliveryQueue.leased(results[outbox.statement])
+        }
         return results
     }
 
@@ -83,11 +91,13 @@ final class RecordingTransaction {
     func enqueuePush(
         _ event: DoseTakenEvent, in flight: inout PipelinedTransaction.Flight, ifRecorded: PushOutbox.RecordedRow?
     ) -> OwedPush {
+        let token = UUID()
         guard
             let query = PushOutbox.enqueueQuery(
-                event, source: source, configuration: configuration, ifRecorded: ifRecorded, logger: logger)
+                event, source: source, configuration: configuration, ifRecorded: ifRecorded, lease: token,
+                logger: logger)
         else { return OwedPush(eventKey: nil) }
-        _ = flight.add(query)
+        outbox = (flight.add(query), token)
         return OwedPush(eventKey: event.eventKey)
     }
 }
@@ -112,6 +122,12 @@ struct Recorded<Value> {
     /// Recorded before (or nothing to record): nothing is owed.
     static func unchanged(_ value: Value) -> Recorded { Recorded(outcome: .unchanged(value)) }
 
+    /// The same, its push owed with the deliveries the outbox statement leased for it.
+    fileprivate func leasing(_ lease: OwedPush.Lease) -> Recorded {
+        guard case .recorded(let value, let push) = outcome else { return self }
+        return .recorded(value, owing: OwedPush(eventKey: push.eventKey, lease: lease))
+    }
+
     /// The response made from the value and whether it was recorded now, and the push owed (`nil` when none): for
     /// the writer alone, which sends the one after the other.
     func take<Response>(_ makeResponse: (Value, _ recordedNow: Bool) throws -> Response) rethrows -> (
@@ -125,7 +141,15 @@ struct Recorded<Value> {
 }
 
 /// The push a committed recording owes (docs/behaviour.md#sending): the key of the event whose deliveries the
-/// transaction queued; `nil` when this deployment sends no push (`PUSH_ENVIRONMENT` unset).
+/// transaction queued (`nil` when this deployment sends no push: `PUSH_ENVIRONMENT` unset), and the deliveries it
+/// queued already leased to the recording's sender, when it did.
 struct OwedPush {
+    /// Deliveries written `SENDING` under `token` by the recording transaction itself.
+    struct Lease {
+        let token: UUID
+        let deliveries: [LeasedDelivery]
+    }
+
     let eventKey: String?
+    var lease: Lease? = nil
 }

@@ -135,10 +135,10 @@ public final class EndpointWriter<Response: Encodable & Sendable> {
     ) throws -> Responded {
         let (body, push) = try recorded.take(makeResponse)
         let responded = try respond(body)
-        if let eventKey = push?.eventKey {
+        if let push, let eventKey = push.eventKey {
             let dispatcher = PushDispatcher(configuration: context.configuration, logger: context.logger)
             dispatcher.dispatch(
-                eventKey: eventKey, database: context.database, push: context.push,
+                eventKey: eventKey, lease: push.lease, database: context.database, push: context.push,
                 deadline: dispatcher.sendDeadline(hostDeadline: context.deadline), metrics: context.metrics)
         }
         return responded

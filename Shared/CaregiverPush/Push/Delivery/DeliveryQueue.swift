@@ -67,11 +67,7 @@ enum DeliveryQueue {
         eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
     ) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
         let token = UUID()
-        // The event's columns are read, and its message encoded, once per event and language of the lease (a
-        // fan-out's rows all share one event).
-        var events: [String: (event: DoseTakenEvent, displayName: String)] = [:]
-        var messages: [String: DoseTakenMessage.Template] = [:]
-        let deliveries = try database.withTransaction { connection in
+        let rows = try database.withTransaction { connection in
             try connection.query(
                 """
                 WITH due AS (
@@ -97,31 +93,61 @@ enum DeliveryQueue {
                     sent_revision = e.revision
                 FROM due, caregiver_push.push_events e, caregiver_push.push_devices d, caregiver_push.patients pt
                 WHERE p.id = due.id AND e.event_key = p.event_key AND d.id = p.push_device_id AND pt.id = e.patient_id
-                RETURNING p.id, d.id, d.token, p.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
-                          e.recording_group_id, e.taken_at, e.within_time, pt.display_name, d.target, e.recorded_by,
-                          d.language
+                RETURNING \(sql: leasedColumns)
                 """
-            ).map { row in
-                let (deliveryID, deviceID, token, attempts) = try row.decode((UUID, UUID, String, Int).self)
-                let eventKey = try row.decode(String.self, at: 4)
-                let target = PushDeviceRegistry.Target(rawValue: try row.decode(String.self, at: 12)) ?? .token
-                let language = try row.decode(String.self, at: 14)
-                let messageKey = "\(language) \(eventKey)"
-                if let message = messages[messageKey] {
-                    return LeasedDelivery(
-                        deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message,
-                        target: target)
-                }
-                let (event, displayName) = try events[eventKey] ?? Self.event(row, key: eventKey)
-                events[eventKey] = (event, displayName)
-                let message = DoseTakenMessage.Template(event: event, displayName: displayName, language: language)
-                messages[messageKey] = message
+            )
+        }
+        return (token, try leased(rows))
+    }
+
+    /// The columns a leased delivery is read from, in ``leased(_:)``'s order: the lease's `RETURNING`, and the
+    /// recording outbox's own (``PushOutbox``), which leases what it queues.
+    static let leasedColumns: StaticString = """
+        p.id, d.id, d.token, p.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
+        e.recording_group_id, e.taken_at, e.within_time, pt.display_name, d.target, e.recorded_by, d.language
+        """
+
+    /// The deliveries of rows of ``leasedColumns``. The event's columns are read, and its message encoded, once per
+    /// event and language (a fan-out's rows all share one event).
+    static func leased(_ rows: PostgresRows) throws -> [LeasedDelivery] {
+        var events: [String: (event: DoseTakenEvent, displayName: String)] = [:]
+        var messages: [String: DoseTakenMessage.Template] = [:]
+        return try rows.map { row in
+            let (deliveryID, deviceID, token, attempts) = try row.decode((UUID, UUID, String, Int).self)
+            let eventKey = try row.decode(String.self, at: 4)
+            let target = PushDeviceRegistry.Target(rawValue: try row.decode(String.self, at: 12)) ?? .token
+            let language = try row.decode(String.self, at: 14)
+            let messageKey = "\(language) \(eventKey)"
+            if let message = messages[messageKey] {
                 return LeasedDelivery(
                     deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message,
                     target: target)
             }
+            let (event, displayName) = try events[eventKey] ?? Self.event(row, key: eventKey)
+            events[eventKey] = (event, displayName)
+            let message = DoseTakenMessage.Template(event: event, displayName: displayName, language: language)
+            messages[messageKey] = message
+            return LeasedDelivery(
+                deliveryID: deliveryID, deviceID: deviceID, token: token, attempts: attempts, message: message,
+                target: target)
         }
-        return (token, deliveries)
+    }
+
+    /// How long until the next delivery falls due that is not due yet — a `PENDING` one's `next_attempt_at`, a
+    /// `SENDING` one's `lease_until` — in milliseconds by the database's clock; `nil` when none is waiting. Two
+    /// index-only minimums (`push_deliveries_pending_due`, `push_deliveries_leased_until`).
+    static func millisecondsToNextDue(database: DatabaseSession) throws -> Int? {
+        try database.withTransaction { connection in
+            try connection.query(
+                """
+                SELECT ceil(extract(epoch FROM least(
+                    (SELECT min(next_attempt_at) FROM caregiver_push.push_deliveries
+                     WHERE status = 'PENDING' AND next_attempt_at > now()),
+                    (SELECT min(lease_until) FROM caregiver_push.push_deliveries
+                     WHERE status = 'SENDING' AND lease_until > now())) - now()) * 1000)::bigint
+                """
+            ).single?.decode(Int?.self, at: 0)
+        }
     }
 
     /// The event a lease's row carries, and its patient's display name.

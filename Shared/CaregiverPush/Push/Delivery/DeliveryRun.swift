@@ -30,6 +30,9 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
         var retry = RetryPolicy()
         /// How `push-sweep` keeps leasing while it sends; `nil`: one lease.
         var continuation: PushDispatcher.Continuation?
+        /// Whether a pause FCM asked for is waited out before leasing; when not, the run leases nothing while the
+        /// pause lasts and leaves the deliveries due for the sweep.
+        var waitsOutPauses = true
         /// `runner check-deployment`'s topic: each message goes there with `validate_only` instead of to its device.
         var validationTopic: String? = nil
     }
@@ -100,8 +103,8 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
         if let pausedUntil = transport.pausedUntil, pausedUntil > clock.now {
             // FCM asked this sender to pause (429 with Retry-After): lease nothing before the pause is over, and
             // nothing at all when it outlasts the deadline — the deliveries stay due for whoever comes next.
-            guard pausedUntil < deadline else {
-                logger.warning("push deferred: FCM asked this sender to pause past the deadline")
+            guard settings.waitsOutPauses, pausedUntil < deadline else {
+                logger.warning("push deferred: FCM asked this sender to pause")
                 return DeliveryReport(skippedReason: "throttled")
             }
             clock.sleep(until: pausedUntil)
@@ -110,7 +113,8 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
             return DeliveryReport(skippedReason: "lease")
         }
         guard !first.deliveries.isEmpty else {
-            logger.info("push has nothing due")
+            // Debug: a sweep with nothing due looks again every few hundred milliseconds.
+            logger.debug("push has nothing due")
             return DeliveryReport()
         }
         hold(token: first.token, deliveries: first.deliveries, deadline: deadline)

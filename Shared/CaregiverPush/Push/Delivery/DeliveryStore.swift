@@ -18,12 +18,16 @@ protocol DeliveryStore {
 /// send) or of any (the sweep).
 struct DatabaseDeliveryStore: DeliveryStore {
     let eventKey: String?
+    /// What the recording transaction already leased: the lease then takes these, without a statement.
+    var preLeased: OwedPush.Lease? = nil
     let configuration: Configuration
     let database: DatabaseSession
     let logger: Logger
 
     func lease(limit: Int) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
-        try DeliveryQueue.lease(eventKey: eventKey, limit: limit, configuration: configuration, database: database)
+        if let preLeased { return (preLeased.token, preLeased.deliveries) }
+        return try DeliveryQueue.lease(
+            eventKey: eventKey, limit: limit, configuration: configuration, database: database)
     }
 
     @discardableResult
