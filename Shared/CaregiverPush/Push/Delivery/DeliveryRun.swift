@@ -128,8 +128,9 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
             finish(index, .pending, error: "not attempted before the deadline")
         }
         report.moreDue = !exhausted
-        logger.info(
-            "push dispatched",
+        // Info when something was not sent; a push that all went out is in the metrics line already (PushSent).
+        logger.log(
+            level: report.sent == report.leased ? .debug : .info, "push dispatched",
             metadata: [
                 "push.leased": .stringConvertible(report.leased), "push.sent": .stringConvertible(report.sent),
                 "push.disabled": .stringConvertible(report.disabled), "push.failed": .stringConvertible(report.failed),
