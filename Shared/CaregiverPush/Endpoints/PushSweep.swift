@@ -124,6 +124,7 @@ extension PushDispatcher {
             }
             // Leases keep coming while earlier sends are in flight (at most two batches outstanding), paced below
             // FCM's quota; the loop goes round again only after a pause FCM asked for.
+            let leasedAt = ContinuousClock.now
             let batch = run(
                 limit: configuration.pushSweepBatchSize, eventKey: nil, database: database, push: push,
                 deadline: min(sendDeadline(hostDeadline: nil), runDeadline), logger: logger,
@@ -139,7 +140,9 @@ extension PushDispatcher {
             guard waitUntil > .now else { break }
             do {
                 let nextDue = try DeliveryQueue.millisecondsToNextDue(database: database)
-                ThreadSleep.sleep(until: min(waitUntil, .now + .milliseconds(max(nextDue ?? Int.max / 2, 0))))
+                let due = ContinuousClock.now + .milliseconds(max(nextDue ?? Int.max / 2, 0))
+                // Retries falling due close together go out in one lease rather than one lease each.
+                ThreadSleep.sleep(until: min(waitUntil, max(due, leasedAt + Self.sweepLeaseSpacing)))
             } catch {
                 return (report, "database")
             }
@@ -151,6 +154,10 @@ extension PushDispatcher {
     /// (``RetryPolicy/baseBackoff`` / 2), so that a retry written after the sweep's last look is still seen before
     /// it is due.
     static let sweepPollInterval = Duration.milliseconds(200)
+
+    /// The shortest time between two leases of a staying sweep: what falls due within it waits for the next lease,
+    /// at most this long, so that a stream of retries costs a lease statement per batch, not per retry.
+    static let sweepLeaseSpacing = Duration.milliseconds(100)
 }
 
 /// The push queue's bookkeeping that `push-sweep` runs around its sends (docs/behaviour.md#sweep): devices gone

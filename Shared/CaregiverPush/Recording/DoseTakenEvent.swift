@@ -132,8 +132,9 @@ public enum PushOutbox {
     /// and `push_devices_enabled_by_owner`.
     ///
     /// With `lease`, the new deliveries are written already leased to the recording's own sender (`SENDING`, one
-    /// attempt, `lease_until` `lease.seconds` ahead, the event's revision) and the statement returns them as
-    /// ``DeliveryQueue/leasedColumns``: the sender sends them without a lease statement of its own, and each row is
+    /// attempt, `lease_until` `lease.seconds` ahead, the event's revision) and the statement returns them as the
+    /// lease statement does (``DeliveryQueue/leased(_:)``): the sender sends them without a lease statement of its
+    /// own, and each row is
     /// written once before its outcome. A sender that dies leaves the lease to run out, and the sweep sends them.
     /// An event revised by an earlier recording gets `PENDING` rows and returns none: its sender leases the event's
     /// deliveries, the reopened ones with them. Without `lease`, every row is `PENDING`, and the statement returns
@@ -145,17 +146,16 @@ public enum PushOutbox {
         registrationDays: Int = Configuration.defaultDeviceStaleDays, ifRecorded recorded: RecordedRow?,
         lease: (token: UUID, seconds: Double)? = nil
     ) -> PostgresQuery {
-        var (doseID, prnDoseID): (AppID?, AppID?) = (nil, nil)
-        switch recorded {
-        case .dose(let id): doseID = id
-        case .prnDose(let id): prnDoseID = id
-        case nil: break
-        }
+        // Only the table the recording wrote to is asked: a statement naming no table it does not need plans faster.
+        let (head, recordID, tail): (StaticString, AppID?, StaticString) =
+            switch recorded {
+            case .dose(let id): ("SELECT EXISTS (SELECT 1 FROM caregiver_push.dose_records WHERE id = ", id, ")")
+            case .prnDose(let id): ("SELECT EXISTS (SELECT 1 FROM caregiver_push.prn_dose_records WHERE id = ", id, ")")
+            case nil: ("SELECT ", nil, "::text IS NULL")
+            }
         return """
             WITH owed AS (
-                SELECT (\(doseID)::text IS NULL AND \(prnDoseID)::text IS NULL)
-                    OR EXISTS (SELECT 1 FROM caregiver_push.dose_records WHERE id = \(doseID))
-                    OR EXISTS (SELECT 1 FROM caregiver_push.prn_dose_records WHERE id = \(prnDoseID)) AS owed
+                \(sql: head)\(recordID)\(sql: tail) AS owed
             ), event AS (
                 INSERT INTO caregiver_push.push_events AS e
                     (event_key, kind, source, patient_id, local_date, slot, recording_group_id, within_time, taken_at,
@@ -188,18 +188,11 @@ public enum PushOutbox {
                 -- The lease the new rows are written under: none for an event revised before (its older rows are
                 -- owed again, and the sender leases them all by the event), nor when the caller leases later.
                 SELECT CASE WHEN event.revision = 1 THEN \(lease?.token)::uuid END AS token FROM event
-            ), queued AS (
-                INSERT INTO caregiver_push.push_deliveries AS p
-                    (event_key, push_device_id, status, next_attempt_at, attempts, lease_token, lease_until,
-                     sent_revision)
-                SELECT \(event.eventKey), d.id, CASE WHEN holder.token IS NULL THEN 'PENDING' ELSE 'SENDING' END,
-                       now(), CASE WHEN holder.token IS NULL THEN 0 ELSE 1 END, holder.token,
-                       CASE WHEN holder.token IS NOT NULL
-                            THEN now() + make_interval(secs => \(lease?.seconds ?? 0)) END,
-                       CASE WHEN holder.token IS NOT NULL THEN 1 END
+            ), recipients AS (
+                SELECT d.id, d.token, d.target, d.language
                 FROM holder, caregiver_push.caregiver_patient_links l
                 CROSS JOIN LATERAL (
-                    SELECT id FROM caregiver_push.push_devices
+                    SELECT id, token, target, language FROM caregiver_push.push_devices
                     WHERE owner_type = 'CAREGIVER' AND owner_id = l.caregiver_id
                       AND environment = \(environment.rawValue) AND is_enabled
                       AND last_seen_at > now() - make_interval(days => \(registrationDays))
@@ -208,13 +201,27 @@ public enum PushOutbox {
                 ) d
                 WHERE l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
                   AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
+            ), queued AS (
+                INSERT INTO caregiver_push.push_deliveries AS p
+                    (event_key, push_device_id, status, next_attempt_at, attempts, lease_token, lease_until,
+                     sent_revision)
+                SELECT \(event.eventKey), r.id, CASE WHEN holder.token IS NULL THEN 'PENDING' ELSE 'SENDING' END,
+                       now(), CASE WHEN holder.token IS NULL THEN 0 ELSE 1 END, holder.token,
+                       CASE WHEN holder.token IS NOT NULL
+                            THEN now() + make_interval(secs => \(lease?.seconds ?? 0)) END,
+                       CASE WHEN holder.token IS NOT NULL THEN 1 END
+                FROM holder, recipients r
                 ON CONFLICT (event_key, push_device_id) DO NOTHING
                 RETURNING p.id, p.push_device_id, p.attempts, p.status
             )
-            SELECT \(sql: DeliveryQueue.leasedColumns)
-            FROM queued p JOIN caregiver_push.push_devices d ON d.id = p.push_device_id,
-                 event e, caregiver_push.patients pt
-            WHERE (p.status = 'SENDING' OR \(lease?.token)::uuid IS NULL) AND pt.id = e.patient_id
+            -- As DeliveryQueue.lease returns its rows (DeliveryQueue.leased reads them), from the statement's own
+            -- rows: no table joined again but the patient's name.
+            SELECT q.id, r.id, r.token, q.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
+                   e.recording_group_id, e.taken_at, e.within_time,
+                   (SELECT pt.display_name FROM caregiver_push.patients pt WHERE pt.id = e.patient_id), r.target,
+                   e.recorded_by, r.language
+            FROM queued q JOIN recipients r ON r.id = q.push_device_id, event e
+            WHERE q.status = 'SENDING' OR \(lease?.token)::uuid IS NULL
             """
     }
 

@@ -191,6 +191,23 @@ extension PostgresConnection {
         }
     }
 
+    /// Runs `queries` in one transaction (`BEGIN`, the ``transactionSettings``, the queries, `COMMIT`) in one round
+    /// trip: a short write whose statements need nothing from one another's rows. Retried as
+    /// ``withTransaction(logger:_:)`` is.
+    /// - Returns: the queries' rows, in order.
+    public func transaction(logger: Logger? = nil, _ queries: [PostgresQuery]) throws -> [PostgresRows] {
+        try retryingConflicts(logger: logger) {
+            let prologue = transactionPrologue()
+            do {
+                return Array(
+                    try pipeline(prologue + queries + ["COMMIT"])[prologue.count..<(prologue.count + queries.count)])
+            } catch {
+                rollBackIfOpen()
+                throw error
+            }
+        }
+    }
+
     /// `begin` and the ``transactionSettings``, as statements of a pipeline.
     fileprivate func transactionPrologue(begin: PostgresQuery = "BEGIN") -> [PostgresQuery] {
         [begin] + (transactionSettings?.statementList ?? []).map { PostgresQuery(unsafeSQL: $0) }

@@ -67,47 +67,45 @@ enum DeliveryQueue {
         eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
     ) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
         let token = UUID()
-        let rows = try database.withTransaction { connection in
-            try connection.query(
-                """
-                WITH due AS (
-                    SELECT p.id
-                    FROM caregiver_push.push_deliveries p
-                    JOIN caregiver_push.push_events e ON e.event_key = p.event_key
-                    JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
-                    WHERE (\(eventKey)::text IS NULL OR p.event_key = \(eventKey)::text)
-                      AND ((p.status = 'PENDING' AND p.next_attempt_at <= now())
-                           OR (p.status = 'SENDING' AND p.lease_until <= now()))
-                      AND d.is_enabled
-                      AND e.created_at > now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
-                      AND EXISTS (
-                          SELECT 1 FROM caregiver_push.caregiver_patient_links l
-                          WHERE l.caregiver_id = d.owner_id AND l.patient_id = e.patient_id AND l.revoked_at IS NULL)
-                    ORDER BY p.next_attempt_at
-                    LIMIT \(limit)
-                    FOR UPDATE OF p SKIP LOCKED
-                )
-                UPDATE caregiver_push.push_deliveries p
-                SET status = 'SENDING', attempts = p.attempts + 1, lease_token = \(token),
-                    lease_until = now() + make_interval(secs => \(leaseSeconds(configuration))), updated_at = now(),
-                    sent_revision = e.revision
-                FROM due, caregiver_push.push_events e, caregiver_push.push_devices d, caregiver_push.patients pt
-                WHERE p.id = due.id AND e.event_key = p.event_key AND d.id = p.push_device_id AND pt.id = e.patient_id
-                RETURNING \(sql: leasedColumns)
-                """
+        let rows = try database.connection().transaction([
+            """
+            WITH due AS (
+                SELECT p.id, d.id AS device_id, d.token, d.target, d.language, e.event_key, e.patient_id,
+                       e.local_date, e.slot, e.recording_group_id, e.taken_at, e.within_time, e.recorded_by,
+                       e.revision, pt.display_name
+                FROM caregiver_push.push_deliveries p
+                JOIN caregiver_push.push_events e ON e.event_key = p.event_key
+                JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
+                JOIN caregiver_push.patients pt ON pt.id = e.patient_id
+                WHERE (\(eventKey)::text IS NULL OR p.event_key = \(eventKey)::text)
+                  AND ((p.status = 'PENDING' AND p.next_attempt_at <= now())
+                       OR (p.status = 'SENDING' AND p.lease_until <= now()))
+                  AND d.is_enabled
+                  AND e.created_at > now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
+                  AND EXISTS (
+                      SELECT 1 FROM caregiver_push.caregiver_patient_links l
+                      WHERE l.caregiver_id = d.owner_id AND l.patient_id = e.patient_id AND l.revoked_at IS NULL)
+                ORDER BY p.next_attempt_at
+                LIMIT \(limit)
+                FOR UPDATE OF p SKIP LOCKED
             )
-        }
+            -- What the lease sends is joined once, in `due`: the update finds its rows by id alone.
+            UPDATE caregiver_push.push_deliveries p
+            SET status = 'SENDING', attempts = p.attempts + 1, lease_token = \(token),
+                lease_until = now() + make_interval(secs => \(leaseSeconds(configuration))), updated_at = now(),
+                sent_revision = due.revision
+            FROM due
+            WHERE p.id = due.id
+            RETURNING p.id, due.device_id, due.token, p.attempts, due.event_key, due.patient_id,
+                      due.local_date::text, due.slot, due.recording_group_id, due.taken_at, due.within_time,
+                      due.display_name, due.target, due.recorded_by, due.language
+            """
+        ])[0]
         return (token, try leased(rows))
     }
 
-    /// The columns a leased delivery is read from, in ``leased(_:)``'s order: the lease's `RETURNING`, and the
-    /// recording outbox's own (``PushOutbox``), which leases what it queues.
-    static let leasedColumns: StaticString = """
-        p.id, d.id, d.token, p.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
-        e.recording_group_id, e.taken_at, e.within_time, pt.display_name, d.target, e.recorded_by, d.language
-        """
-
-    /// The deliveries of rows of ``leasedColumns``. The event's columns are read, and its message encoded, once per
+    /// The deliveries of a lease's rows: the lease statement's `RETURNING`, or the recording outbox's, which leases
+    /// what it queues (``PushOutbox``), in the same order. The event's columns are read, and its message encoded, once per
     /// event and language (a fan-out's rows all share one event).
     static func leased(_ rows: PostgresRows) throws -> [LeasedDelivery] {
         var events: [String: (event: DoseTakenEvent, displayName: String)] = [:]
@@ -137,17 +135,15 @@ enum DeliveryQueue {
     /// `SENDING` one's `lease_until` — in milliseconds by the database's clock; `nil` when none is waiting. Two
     /// index-only minimums (`push_deliveries_pending_due`, `push_deliveries_leased_until`).
     static func millisecondsToNextDue(database: DatabaseSession) throws -> Int? {
-        try database.withTransaction { connection in
-            try connection.query(
-                """
-                SELECT ceil(extract(epoch FROM least(
-                    (SELECT min(next_attempt_at) FROM caregiver_push.push_deliveries
-                     WHERE status = 'PENDING' AND next_attempt_at > now()),
-                    (SELECT min(lease_until) FROM caregiver_push.push_deliveries
-                     WHERE status = 'SENDING' AND lease_until > now())) - now()) * 1000)::bigint
-                """
-            ).single?.decode(Int?.self, at: 0)
-        }
+        try database.connection().readOnlyTransaction(
+            """
+            SELECT ceil(extract(epoch FROM least(
+                (SELECT min(next_attempt_at) FROM caregiver_push.push_deliveries
+                 WHERE status = 'PENDING' AND next_attempt_at > now()),
+                (SELECT min(lease_until) FROM caregiver_push.push_deliveries
+                 WHERE status = 'SENDING' AND lease_until > now())) - now()) * 1000)::bigint
+            """
+        ).single?.decode(Int?.self, at: 0)
     }
 
     /// The event a lease's row carries, and its patient's display name.
@@ -196,40 +192,39 @@ enum DeliveryQueue {
         let reasons = PostgresArray.literal(dead.map { $0.disabledReason?.rawValue })
         for attempt in 1...2 {
             do {
-                let updated = try database.withTransaction { connection in
-                    let updated = try connection.query(
+                var statements: [PostgresQuery] = [
+                    """
+                    UPDATE caregiver_push.push_deliveries p
+                    SET status = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
+                                      THEN 'PENDING' ELSE o.status END,
+                        attempts = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
+                                        THEN 0 ELSE o.attempts END,
+                        last_error = o.last_error, fcm_message_name = o.message_name,
+                        next_attempt_at = CASE
+                            WHEN o.status = 'SENT' AND p.sent_revision < e.revision THEN now()
+                            WHEN o.status = 'PENDING' THEN now() + make_interval(secs => o.delay_ms / 1000.0)
+                            ELSE p.next_attempt_at END,
+                        lease_until = NULL, lease_token = NULL, updated_at = now()
+                    FROM unnest(
+                        \(ids)::uuid[], \(statuses)::text[], \(attempts)::integer[], \(errors)::text[],
+                        \(names)::text[], \(delays)::bigint[]
+                    ) AS o(id, status, attempts, last_error, message_name, delay_ms),
+                    caregiver_push.push_events e
+                    WHERE p.id = o.id AND p.status = 'SENDING' AND p.lease_token = \(lease)
+                      AND e.event_key = p.event_key
+                    """
+                ]
+                if !dead.isEmpty {
+                    statements.append(
                         """
-                        UPDATE caregiver_push.push_deliveries p
-                        SET status = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
-                                          THEN 'PENDING' ELSE o.status END,
-                            attempts = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
-                                            THEN 0 ELSE o.attempts END,
-                            last_error = o.last_error, fcm_message_name = o.message_name,
-                            next_attempt_at = CASE
-                                WHEN o.status = 'SENT' AND p.sent_revision < e.revision THEN now()
-                                WHEN o.status = 'PENDING' THEN now() + make_interval(secs => o.delay_ms / 1000.0)
-                                ELSE p.next_attempt_at END,
-                            lease_until = NULL, lease_token = NULL, updated_at = now()
-                        FROM unnest(
-                            \(ids)::uuid[], \(statuses)::text[], \(attempts)::integer[], \(errors)::text[],
-                            \(names)::text[], \(delays)::bigint[]
-                        ) AS o(id, status, attempts, last_error, message_name, delay_ms),
-                        caregiver_push.push_events e
-                        WHERE p.id = o.id AND p.status = 'SENDING' AND p.lease_token = \(lease)
-                          AND e.event_key = p.event_key
-                        """
-                    ).affectedRows
-                    if !dead.isEmpty {
-                        try connection.query(
-                            """
-                            UPDATE caregiver_push.push_devices d
-                            SET is_enabled = false, disabled_reason = o.reason, updated_at = now()
-                            FROM unnest(\(devices)::uuid[], \(reasons)::text[]) AS o(device, reason)
-                            WHERE d.id = o.device AND d.is_enabled
-                            """)
-                    }
-                    return updated
+                        UPDATE caregiver_push.push_devices d
+                        SET is_enabled = false, disabled_reason = o.reason, updated_at = now()
+                        FROM unnest(\(devices)::uuid[], \(reasons)::text[]) AS o(device, reason)
+                        WHERE d.id = o.device AND d.is_enabled
+                        """)
                 }
+                // One round trip: BEGIN, the settings, the statements, COMMIT.
+                let updated = try database.connection().transaction(statements)[0].affectedRows
                 if updated < outcomes.count {
                     logger.warning(
                         "push lease lost: another sender took over some deliveries",
