@@ -36,6 +36,9 @@ struct LoadBenchmark {
         var sweepIntervalSeconds = 60.0
         /// How long after the last answer the run waits for pushes still owed (a sweep interval and some).
         var settleLimitSeconds = 75.0
+        /// Settings that replace the deployment's for this run (`BENCH_LOAD_SETTINGS=NAME=value,…`), for measuring a
+        /// lever the deployment does not pull (`DATABASE_PREPARED_STATEMENTS=on`: a direct connection).
+        var settings: [String: String] = [:]
 
         init(environment: [String: String]) {
             if let rates = environment["BENCH_LOAD_RATES"] {
@@ -47,6 +50,10 @@ struct LoadBenchmark {
             }
             if let households = environment["BENCH_LOAD_HOUSEHOLDS"].flatMap(Int.init) { self.households = households }
             if let devices = environment["BENCH_LOAD_DEVICES"].flatMap(Int.init) { self.devices = devices }
+            for pair in (environment["BENCH_LOAD_SETTINGS"] ?? "").split(separator: ",") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { settings[parts[0]] = parts[1] }
+            }
         }
     }
 
@@ -276,7 +283,8 @@ struct LoadBenchmark {
         let runtimeURL = TestDatabase.runtimeURL(for: databaseURL)
         // What infra/knative/service.yaml gives the container (the deployment's values), with the bench's database,
         // stand-in and key: the functions inherit it from the gateway.
-        var environment = Self.deploymentEnvironment
+        var environment = try Self.deploymentEnvironment()
+        environment.merge(options.settings) { _, chosen in chosen }
         environment["DATABASE_URL"] = runtimeURL
         environment["SUPABASE_JWT_SECRET"] = testJWTSecret
         environment["FCM_SERVICE_ACCOUNT_JSON"] = Data(standIn.serviceAccountJSON.utf8).base64EncodedString()
@@ -307,7 +315,7 @@ struct LoadBenchmark {
                 })
         else { throw BenchmarkError("the gateway did not answer /healthz") }
 
-        // push-sweep every minute from the section's start, as the deployment's CronJob runs it.
+        // push-sweep every minute from the section's start (the first at once), as the deployment's CronJob runs it.
         let cron = SweepCron(
             executable: functionDirectory.appendingPathComponent("push-sweep").path, environment: environment,
             peakResidentHelper: peakResidentHelper, interval: options.sweepIntervalSeconds)
@@ -336,6 +344,7 @@ struct LoadBenchmark {
                 gateway: host.pid, postmaster: postmaster, bench: pid_t(backend), standIn: standIn,
                 front: front)
             let sweepsBefore = cron.runs.count
+            let sweepCPUBefore = cron.cpuMilliseconds()
             let results = try drive(lines: lines, port: port)
             let settled = settle(setup, standIn: standIn, limit: options.settleLimitSeconds)
             let after = snapshot(
@@ -345,7 +354,7 @@ struct LoadBenchmark {
             var result = Run(targetRate: rate, retryAfter: retryAfter, scheduled: lines.count)
             result.cpu = CPU(
                 gateway: after.gateway - before.gateway, postgres: after.postgres - before.postgres,
-                sweep: sweeps.reduce(0) { $0 + $1.cpuMilliseconds }, loadGenerator: results.cpuMilliseconds,
+                sweep: cron.cpuMilliseconds() - sweepCPUBefore, loadGenerator: results.cpuMilliseconds,
                 standIn: after.standIn - before.standIn, nghttpx: after.nghttpx - before.nghttpx,
                 machine: after.machine - before.machine, wallMilliseconds: after.wall - before.wall)
             result.sweepRuns = sweeps.count
@@ -365,14 +374,28 @@ struct LoadBenchmark {
     static let trustedProxies =
         "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"
 
-    /// The functions' settings of infra/knative/service.yaml (and its push-sweep CronJob), secrets aside.
-    static let deploymentEnvironment: [String: String] = [
-        "PUSH_ENVIRONMENT": "DEV", "METRICS_NAMESPACE": "CaregiverPush/bench", "LOG_LEVEL": "info",
-        "PUSH_SEND_DEADLINE_MS": "10000", "PUSH_MAX_AGE_SECONDS": "3600", "PUSH_DEVICE_STALE_DAYS": "30",
-        "PUSH_RETENTION_DAYS": "30", "PUSH_MAX_DEVICES_PER_CAREGIVER": "10", "PUSH_SWEEP_BATCH_SIZE": "1000",
-        "PUSH_SWEEP_SEND_RATE": "8000", "PUSH_SWEEP_TIME_LIMIT_MS": "50000", "DATABASE_LOCK_TIMEOUT_MS": "2000",
-        "DATABASE_STATEMENT_TIMEOUT_MS": "5000",
-    ]
+    /// The functions' settings as the deployment gives them: the plain `- { name: X, value: "Y" }` entries of
+    /// infra/knative/push-sweep-cronjob.yaml (the same as the Service's, which Tests/Contract/check_descriptors.py
+    /// holds to the code), secrets aside, with this run's stage.
+    static func deploymentEnvironment() throws -> [String: String] {
+        let text = try String(contentsOfFile: "infra/knative/push-sweep-cronjob.yaml", encoding: .utf8)
+        var environment: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("- { name: "), let comma = trimmed.firstIndex(of: ","),
+                let open = trimmed.range(of: "value: \""), let close = trimmed.lastIndex(of: "\"")
+            else { continue }
+            let name = trimmed[trimmed.index(trimmed.startIndex, offsetBy: 10)..<comma]
+            guard open.upperBound <= close else { continue }
+            environment[String(name)] = String(trimmed[open.upperBound..<close])
+        }
+        guard environment["PUSH_SWEEP_STAY"] != nil, environment["PUSH_SEND_DEADLINE_MS"] != nil else {
+            throw BenchmarkError("infra/knative/push-sweep-cronjob.yaml: no settings found")
+        }
+        environment["PUSH_ENVIRONMENT"] = "DEV"
+        environment["METRICS_NAMESPACE"] = "CaregiverPush/bench"
+        return environment
+    }
 
     /// One request's result as `loadgen` reports it.
     struct Answered {
@@ -623,23 +646,33 @@ extension LoadBenchmark.Run {
             format: "achieved %.1f/s, HTTP p50/p99 %.0f/%.0f ms, %d answered 503, push p50/p99 %.0f/%.0f ms, "
                 + "%d misses, %d duplicates, CPU/rec gateway %.2f ms, PostgreSQL %.2f ms",
             achievedRate, httpP50, httpP99, unavailable, pushP50, pushP99, misses, duplicates,
-            perRecording(cpu.gateway), perRecording(cpu.postgres))
+            perRecording(cpu.gateway + cpu.sweep), perRecording(cpu.postgres))
     }
 }
 
-/// push-sweep run every `interval` seconds from `start()`, as the deployment's CronJob runs it (`echo '{}' |
-/// push-sweep`), each run's CPU read from `wait4` through `c/peak-rss` when it is there.
+/// push-sweep run every `interval` seconds from `start()` on, the first at once, as the deployment's CronJob runs it
+/// (`echo '{}' | push-sweep`, `concurrencyPolicy: Allow`): with the deployment's `PUSH_SWEEP_STAY=on` and 70 s time
+/// limit each run stays past the next one's start, so one is always there. A run's CPU is read from its process tree
+/// while it runs and from `wait4` (through `c/peak-rss`) once it has ended.
 final class SweepCron: Sendable {
     struct Sweep: Sendable {
         let cpuMilliseconds: Double
         let exitStatus: Int32
     }
 
+    private struct State {
+        var stopped = false
+        var runs: [Sweep] = []
+        /// The runs going on: the spawned process (the `peak-rss` helper, push-sweep its child).
+        var running: Set<pid_t> = []
+        var threads = 0
+    }
+
     private let executable: String
     private let environment: [String: String]
     private let peakResidentHelper: String?
     private let interval: Double
-    private let state = Mutex<(stopped: Bool, runs: [Sweep])>((false, []))
+    private let state = Mutex<State>(State())
     private let finished = DispatchSemaphore(value: 0)
 
     init(executable: String, environment: [String: String], peakResidentHelper: String?, interval: Double) {
@@ -649,20 +682,31 @@ final class SweepCron: Sendable {
         self.interval = interval
     }
 
+    /// The runs that have ended.
     var runs: [Sweep] { state.withLock { $0.runs } }
 
+    /// CPU of every run so far, the ones going on included (so far), in milliseconds: a difference of two readings
+    /// is the sweeps' CPU between them.
+    func cpuMilliseconds() -> Double {
+        let (ended, running) = state.withLock { ($0.runs.reduce(0) { $0 + $1.cpuMilliseconds }, $0.running) }
+        return ended
+            + running.reduce(0) {
+                let tree = ProcessTreeCPU.tree($1)
+                return $0 + tree.root + tree.descendants
+            }
+    }
+
     func start() {
+        state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
-            var next = ContinuousClock.now + .seconds(interval)
+            var next = ContinuousClock.now
             while !state.withLock({ $0.stopped }) {
                 if ContinuousClock.now >= next {
                     next = next + .seconds(interval)
-                    if let outcome = try? Spawn.run(
-                        executable: executable, environment: environment, input: Array("{}".utf8),
-                        peakResidentHelper: peakResidentHelper)
-                    {
-                        let cpu = outcome.usage.map { Double($0.userMicroseconds + $0.systemMicroseconds) / 1000 } ?? 0
-                        state.withLock { $0.runs.append(Sweep(cpuMilliseconds: cpu, exitStatus: outcome.exitStatus)) }
+                    state.withLock { $0.threads += 1 }
+                    Thread.detachNewThread { [self] in
+                        runOnce()
+                        finished.signal()
                     }
                 }
                 Thread.sleep(forTimeInterval: 0.2)
@@ -671,8 +715,28 @@ final class SweepCron: Sendable {
         }
     }
 
+    private func runOnce() {
+        var spawnedPID: pid_t = 0
+        let outcome = try? Spawn.run(
+            executable: executable, environment: environment, input: Array("{}".utf8),
+            peakResidentHelper: peakResidentHelper
+        ) { pid in
+            spawnedPID = pid
+            state.withLock { _ = $0.running.insert(pid) }
+        }
+        let cpu = outcome?.usage.map { Double($0.userMicroseconds + $0.systemMicroseconds) / 1000 } ?? 0
+        state.withLock {
+            $0.running.remove(spawnedPID)
+            if let outcome { $0.runs.append(Sweep(cpuMilliseconds: cpu, exitStatus: outcome.exitStatus)) }
+        }
+    }
+
+    /// Stops starting runs, and waits for the ones going on to end (each within its time limit).
     func stop() {
-        state.withLock { $0.stopped = true }
-        finished.wait()
+        let threads = state.withLock {
+            $0.stopped = true
+            return $0.threads
+        }
+        for _ in 0..<threads { finished.wait() }
     }
 }

@@ -2,6 +2,12 @@ import Foundation
 
 /// The load section's markdown (``LoadBenchmark``).
 func loadSection(_ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, seconds: Double) -> String {
+    let changed =
+        options.settings.isEmpty
+        ? ""
+        : " Settings changed from the deployment's for this run: "
+            + options.settings.sorted { $0.key < $1.key }.map { "`\($0.key)=\($0.value)`" }.joined(separator: ", ")
+            + "."
     var text = String(
         format: """
 
@@ -12,11 +18,11 @@ func loadSection(_ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, se
             the shipped functions (the zips of `make release`) with the deployment's settings (infra/knative), against a
             PostgreSQL of its own with default durability (fsync, synchronous commit and full-page writes on) and
             `pg_stat_statements`; FCM is the emulator in a process of its own behind nghttpx (TLS, ALPN h2, 100 streams
-            a connection), answering at once and 503 to one first attempt in %d; push-sweep runs every %.0f s as the
-            CronJob runs it. An open-loop client (`Tests/Benchmarks/c/loadgen.c`: one thread, epoll, keep-alive
+            a connection), answering at once and 503 to one first attempt in %d; push-sweep starts every %.0f s (the
+            first at once) and stays for its time limit, as the CronJob runs it. An open-loop client (`Tests/Benchmarks/c/loadgen.c`: one thread, epoll, keep-alive
             HTTP/1.1) records doses, slots and PRNs (dose-record : slot-bulk-record : prn-record = 2:1:1; half the
             doses by a caregiver) for %d households with %d devices in all, fresh households for each rate, each
-            recording owing a new event, each household its own client address; %.0f s per rate, evenly spaced.
+            recording owing a new event, each household its own client address; %.0f s per rate, evenly spaced.%@
 
             - **HTTP**: from each request's intended send time in the schedule to its answer (a stall counts against
               every request it delayed); all answers, whatever their status.
@@ -26,17 +32,17 @@ func loadSection(_ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, se
               (at most %.0f s, so a delivery left to the sweep is counted when the sweep sends it).
             - **misses / duplicates**: every enabled device of every linked caregiver but the recording one is owed one
               push per recorded event; a miss is one never accepted, a duplicate one accepted more than once.
-            - **CPU per recording** (ms, per recording answered 200, over the run and its settling): the gateway and
-              its function workers (each thread's `schedstat` of the process tree), PostgreSQL (the postmaster and all
-              its children, the bench's own connection taken out), push-sweep's runs, the load generator, the FCM
-              stand-in, nghttpx. **machine**: every process on the machine (/proc/stat), anyone else's included; a
+            - **CPU per recording** (ms, per recording answered 200, over the run and its settling): the gateway, its
+              function workers and push-sweep (each thread's `schedstat` of the process trees; push-sweep's share also
+              on its own), PostgreSQL (the postmaster and all its children, the bench's own connection taken out), the
+              load generator, the FCM stand-in, nghttpx. **machine**: every process on the machine (/proc/stat), anyone else's included; a
               machine figure well above the sum of ours means other work shared the cores.
 
-            | target rec/s | Retry-After | achieved rec/s | HTTP p50/p99/max ms | 503 | other / none | time to push p50/p99/max ms | owed | misses | duplicates | stand-in 503s | settle s | gateway + functions | PostgreSQL | push-sweep | load generator | FCM stand-in | nghttpx | machine |
+            | target rec/s | Retry-After | achieved rec/s | HTTP p50/p99/max ms | 503 | other / none | time to push p50/p99/max ms | owed | misses | duplicates | stand-in 503s | settle s | gateway + functions | PostgreSQL | of which push-sweep | load generator | FCM stand-in | nghttpx | machine |
             |---:|:---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 
             """, options.failFirstEvery, options.sweepIntervalSeconds, options.households, options.devices,
-        options.seconds, options.settleLimitSeconds)
+        options.seconds, changed, options.settleLimitSeconds)
     for run in runs {
         let cpu = run.cpu
         text += String(
@@ -44,7 +50,8 @@ func loadSection(_ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, se
                 "| %d | %@ | %.1f | %.0f/%.0f/%.0f | %d | %d / %d | %.0f/%.0f/%.0f | %d | %d | %d | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
             run.targetRate, run.retryAfter ? "1 s" : "none", run.achievedRate, run.httpP50, run.httpP99, run.httpMax,
             run.unavailable, run.otherStatus, run.unanswered, run.pushP50, run.pushP99, run.pushMax, run.owed,
-            run.misses, run.duplicates, run.injectedFailures, run.settleSeconds, run.perRecording(cpu.gateway),
+            run.misses, run.duplicates, run.injectedFailures, run.settleSeconds,
+            run.perRecording(cpu.gateway + cpu.sweep),
             run.perRecording(cpu.postgres), run.perRecording(cpu.sweep), run.perRecording(cpu.loadGenerator),
             run.perRecording(cpu.standIn), run.perRecording(cpu.nghttpx), run.perRecording(cpu.machine))
     }

@@ -73,7 +73,8 @@ enum Spawn {
     /// Runs `executable` with `input` on stdin and waits for it to exit; through `peakResidentHelper` (`c/peak-rss`)
     /// when given, which then reports the peak resident set (and adds its own fork to the time).
     static func run(
-        executable: String, environment: [String: String], input: [UInt8], peakResidentHelper: String? = nil
+        executable: String, environment: [String: String], input: [UInt8], peakResidentHelper: String? = nil,
+        spawned: (pid_t) -> Void = { _ in }
     ) throws -> Outcome {
         // The whole input is written before the child starts: it must fit in the pipe (64 KiB by default).
         guard input.count < 60_000 else { throw BenchmarkError("spawn: input too large for the pipe") }
@@ -98,6 +99,7 @@ enum Spawn {
         let pid = try spawn(
             peakResidentHelper ?? executable, arguments: peakResidentHelper == nil ? [] : [executable],
             environment: environment, actions: &actions)
+        spawned(pid)
         close(stdin.read)
         close(stdout.write)
         close(stderr.write)
