@@ -61,7 +61,7 @@ enum DeliveryQueue {
     /// still enabled, whose owner is still linked to the event's patient (a link the app revoked after the recording
     /// ends the delivery's chances: it is never sent, and expires), and whose event is younger than
     /// `PUSH_MAX_AGE_SECONDS`: of one event (the recording's own
-    /// post-response send) or of any (the sweep), oldest first, at most `limit`.
+    /// post-response send) or of any (the sweep), the longest due first (`push_deliveries_due`), at most `limit`.
     /// - Returns: the lease token and the deliveries it holds.
     static func lease(
         eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
@@ -78,14 +78,14 @@ enum DeliveryQueue {
                 JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
                 JOIN caregiver_push.patients pt ON pt.id = e.patient_id
                 WHERE (\(eventKey)::text IS NULL OR p.event_key = \(eventKey)::text)
-                  AND ((p.status = 'PENDING' AND p.next_attempt_at <= now())
-                       OR (p.status = 'SENDING' AND p.lease_until <= now()))
+                  AND p.status IN ('PENDING', 'SENDING')
+                  AND (CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE p.lease_until END) <= now()
                   AND d.is_enabled
                   AND e.created_at > now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
                   AND EXISTS (
                       SELECT 1 FROM caregiver_push.caregiver_patient_links l
                       WHERE l.caregiver_id = d.owner_id AND l.patient_id = e.patient_id AND l.revoked_at IS NULL)
-                ORDER BY p.next_attempt_at
+                ORDER BY (CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE p.lease_until END)
                 LIMIT \(limit)
                 FOR UPDATE OF p SKIP LOCKED
             )
@@ -132,16 +132,16 @@ enum DeliveryQueue {
     }
 
     /// How long until the next delivery falls due that is not due yet — a `PENDING` one's `next_attempt_at`, a
-    /// `SENDING` one's `lease_until` — in milliseconds by the database's clock; `nil` when none is waiting. Two
-    /// index-only minimums (`push_deliveries_pending_due`, `push_deliveries_leased_until`).
+    /// `SENDING` one's `lease_until` — in milliseconds by the database's clock; `nil` when none is waiting. The first
+    /// entry of `push_deliveries_due` past now.
     static func millisecondsToNextDue(database: DatabaseSession) throws -> Int? {
         try database.connection().readOnlyTransaction(
             """
-            SELECT ceil(extract(epoch FROM least(
-                (SELECT min(next_attempt_at) FROM caregiver_push.push_deliveries
-                 WHERE status = 'PENDING' AND next_attempt_at > now()),
-                (SELECT min(lease_until) FROM caregiver_push.push_deliveries
-                 WHERE status = 'SENDING' AND lease_until > now())) - now()) * 1000)::bigint
+            SELECT ceil(extract(epoch FROM min(
+                CASE WHEN status = 'PENDING' THEN next_attempt_at ELSE lease_until END) - now()) * 1000)::bigint
+            FROM caregiver_push.push_deliveries
+            WHERE status IN ('PENDING', 'SENDING')
+              AND (CASE WHEN status = 'PENDING' THEN next_attempt_at ELSE lease_until END) > now()
             """
         ).single?.decode(Int?.self, at: 0)
     }
