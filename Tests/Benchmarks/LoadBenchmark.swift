@@ -93,6 +93,8 @@ struct LoadBenchmark {
         var httpP50 = 0.0
         var httpP99 = 0.0
         var httpMax = 0.0
+        /// The 99th percentile of the answers 200 alone: what the host took on, shed load apart.
+        var acceptedP99 = 0.0
         var pushP50 = 0.0
         var pushP99 = 0.0
         var pushMax = 0.0
@@ -338,6 +340,9 @@ struct LoadBenchmark {
             addressBase += options.households
             let (lines, plan) = Self.schedule(rate: rate, seconds: options.seconds, households: &households)
             _ = settle(setup, standIn: standIn, limit: 5)
+            // The planner's statistics as a server in service has them (autovacuum's analyze keeps them): the
+            // households just seeded grew the tables many times over, faster than autovacuum looks.
+            try setup.query("ANALYZE")
             standIn.forgetRequests()
             try setup.query("SELECT pg_stat_statements_reset()")
             let before = snapshot(
@@ -530,6 +535,7 @@ struct LoadBenchmark {
         _ run: inout Run, results: [Answered], plan: [Planned], households: [Household], sends: [StandInSend]
     ) {
         var latencies: [Double] = []
+        var acceptedLatencies: [Double] = []
         var owedAt: [String: (answeredWall: Int64, recipients: Set<String>)] = [:]
         var firstIntended = Int64.max
         var lastDone = Int64.min
@@ -543,7 +549,9 @@ struct LoadBenchmark {
             lastDone = max(lastDone, answer.done)
             latencies.append(Double(answer.done - answer.intended) / 1000)
             switch answer.status {
-            case 200: run.succeeded += 1
+            case 200:
+                run.succeeded += 1
+                acceptedLatencies.append(Double(answer.done - answer.intended) / 1000)
             case 503: run.unavailable += 1
             default: run.otherStatus += 1
             }
@@ -572,6 +580,8 @@ struct LoadBenchmark {
         run.httpP50 = Self.percentile(latencies, 0.50)
         run.httpP99 = Self.percentile(latencies, 0.99)
         run.httpMax = latencies.last ?? 0
+        acceptedLatencies.sort()
+        run.acceptedP99 = Self.percentile(acceptedLatencies, 0.99)
 
         run.standInSends = sends.count
         run.injectedFailures = sends.filter { $0.status == 503 }.count
