@@ -1,7 +1,10 @@
 import Foundation
 
 /// The load section's markdown (``LoadBenchmark``).
-func loadSection(_ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, seconds: Double) -> String {
+func loadSection(
+    _ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, seconds: Double,
+    title: String = "The whole recording under load"
+) -> String {
     let changed =
         options.settings.isEmpty
         ? ""
@@ -11,7 +14,7 @@ func loadSection(_ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, se
     var text = String(
         format: """
 
-            ## The whole recording under load
+            ## %@
 
             The production host as the container image runs it (`gateway serve --mode warm` with the image's options:
             per-client limits 512 connections and 16 requests, the client read from `X-Forwarded-For`), release build,
@@ -42,7 +45,7 @@ func loadSection(_ runs: [LoadBenchmark.Run], options: LoadBenchmark.Options, se
             | target rec/s | Retry-After | achieved rec/s | HTTP p50/p99/max ms | 200s' p99 ms | 503 | other / none | time to push p50/p99/max ms | owed | misses | duplicates | stand-in 503s | settle s | gateway + functions | PostgreSQL | of which push-sweep | load generator | FCM stand-in | nghttpx | machine |
             |---:|:---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 
-            """, options.failFirstEvery, options.sweepIntervalSeconds, options.households, options.devices,
+            """, title, options.failFirstEvery, options.sweepIntervalSeconds, options.households, options.devices,
         options.seconds, changed, options.settleLimitSeconds)
     for run in runs {
         let cpu = run.cpu
@@ -109,10 +112,28 @@ func loadReport(functionDirectory: URL, environment: [String: String]) throws ->
             + "BENCH_LOADGEN is not set (scripts/bench.sh prepares them).\n"
     }
     let options = LoadBenchmark.Options(environment: environment)
-    let start = ContinuousClock.now
-    let runs = try LoadBenchmark(
-        databaseURL: url, gateway: gateway, functionDirectory: functionDirectory, loadGenerator: client,
-        peakResidentHelper: environment["BENCH_C_DIRECTORY"].map { $0 + "/peak-rss" }, options: options
-    ).run()
-    return loadSection(runs, options: options, seconds: benchMilliseconds(ContinuousClock.now - start) / 1000)
+    func measure(_ options: LoadBenchmark.Options, title: String) throws -> String {
+        let start = ContinuousClock.now
+        let runs = try LoadBenchmark(
+            databaseURL: url, gateway: gateway, functionDirectory: functionDirectory, loadGenerator: client,
+            peakResidentHelper: environment["BENCH_C_DIRECTORY"].map { $0 + "/peak-rss" }, options: options
+        ).run()
+        return loadSection(
+            runs, options: options, seconds: benchMilliseconds(ContinuousClock.now - start) / 1000, title: title)
+    }
+    var text = try measure(options, title: "The whole recording under load")
+    // The lever the deployment does not pull, measured beside it: a direct connection, whose statements may be
+    // prepared (behind a transaction pooler they may not: docs/deploy.md#connection-pooling).
+    // BENCH_LOAD_DIRECT_RATES (100,300 by default; 0: not run).
+    let directRates = (environment["BENCH_LOAD_DIRECT_RATES"] ?? "100,300").split(separator: ",").compactMap {
+        Int($0.trimmingCharacters(in: .whitespaces))
+    }.filter { $0 > 0 }
+    if options.settings.isEmpty, !directRates.isEmpty {
+        var direct = options
+        direct.rates = directRates
+        direct.retryAfterRate = nil
+        direct.settings = ["DATABASE_PREPARED_STATEMENTS": "on"]
+        text += try measure(direct, title: "The whole recording under load, on a direct connection")
+    }
+    return text
 }
