@@ -76,9 +76,9 @@ struct PushDispatchTests {
                 try PushOutbox.enqueueQuery(
                     event, source: .doseRecord, configuration: configuration, ifRecorded: nil, lease: token,
                     logger: logger
-                ).map { try DeliveryQueue.leased(connection.query($0)) }
+                ).map { try connection.query($0) }
             }
-            if let leased, !leased.isEmpty { lease = OwedPush.Lease(token: token, deliveries: leased) }
+            if let leased, !leased.isEmpty { lease = OwedPush.Lease(token: token, rows: leased) }
         } catch {
             Issue.record("the outbox could not be written: \(error)")
         }

@@ -43,6 +43,9 @@ public struct Configuration: Sendable {
     public var fcmServiceAccountFile: String?
     public var fcmAPIBaseURL: String
     public var pushSendDeadlineMilliseconds: Int
+    /// How long a lease of deliveries lasts: the send deadline plus 5 s, so that a live sender always finishes (or
+    /// gives up) inside its lease.
+    public var pushLeaseSeconds: Double { Double(pushSendDeadlineMilliseconds + 5000) / 1000 }
     /// `DATABASE_LOCK_TIMEOUT_MS` and `DATABASE_STATEMENT_TIMEOUT_MS`: every transaction's bounds.
     public var transactionSettings: TransactionSettings
     /// `DATABASE_PREPARED_STATEMENTS` (`on` / `off`, default `off`): whether the functions' connection prepares its

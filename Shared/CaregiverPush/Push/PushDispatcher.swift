@@ -64,15 +64,11 @@ public struct PushDispatcher {
         let report = run(
             limit: 10_000, eventKey: eventKey, preLeased: lease, database: database, push: push, deadline: deadline,
             logger: log)
-        if report.skippedReason != nil, let lease {
+        if let reason = report.skippedReason, let lease {
             let pause = (try? push.httpClient())?.pausedUntil.map { max(($0 - .now).milliseconds, 0) } ?? 0
-            let outcomes = lease.deliveries.map {
-                // Never attempted: the attempt the lease counted is given back.
-                DeliveryOutcome(
-                    delivery: $0, status: .pending, attempts: max($0.attempts - 1, 0),
-                    lastError: "not sent: push \(report.skippedReason ?? "skipped")", retryDelayMilliseconds: pause)
-            }
-            DeliveryQueue.record(outcomes, lease: lease.token, database: database, logger: log)
+            DeliveryQueue.release(
+                lease: lease.token, delayMilliseconds: pause, reason: "not sent: push skipped (\(reason))",
+                database: database, logger: log)
         }
         report.record(in: metrics)
         return report

@@ -117,7 +117,7 @@ public enum PushOutbox {
             enqueueQuery(
                 event, source: source, environment: $0, deviceCap: configuration.pushMaxDevicesPerCaregiver,
                 registrationDays: configuration.pushDeviceStaleDays, ifRecorded: recorded,
-                lease: (lease, DeliveryQueue.leaseSeconds(configuration)))
+                lease: (lease, configuration.pushLeaseSeconds))
         }
     }
 
@@ -133,8 +133,8 @@ public enum PushOutbox {
     ///
     /// With `lease`, the new deliveries are written already leased to the recording's own sender (`SENDING`, one
     /// attempt, `lease_until` `lease.seconds` ahead, the event's revision) and the statement returns them as the
-    /// lease statement does (``DeliveryQueue/leased(_:)``): the sender sends them without a lease statement of its
-    /// own, and each row is
+    /// lease statement does, column for column: the sender sends them without a lease statement of its own, and
+    /// each row is
     /// written once before its outcome. A sender that dies leaves the lease to run out, and the sweep sends them.
     /// An event revised by an earlier recording gets `PENDING` rows and returns none: its sender leases the event's
     /// deliveries, the reopened ones with them. Without `lease`, every row is `PENDING`, and the statement returns
@@ -214,8 +214,8 @@ public enum PushOutbox {
                 ON CONFLICT (event_key, push_device_id) DO NOTHING
                 RETURNING p.id, p.push_device_id, p.attempts, p.status
             )
-            -- As DeliveryQueue.lease returns its rows (DeliveryQueue.leased reads them), from the statement's own
-            -- rows: no table joined again but the patient's name.
+            -- The columns the lease statement returns, in its order, from this statement's own rows: no table is
+            -- joined again but the patient's name.
             SELECT q.id, r.id, r.token, q.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
                    e.recording_group_id, e.taken_at, e.within_time,
                    (SELECT pt.display_name FROM caregiver_push.patients pt WHERE pt.id = e.patient_id), r.target,

@@ -24,7 +24,7 @@ final class RecordingTransaction {
     private var accessStatement: PipelinedTransaction.Statement?
     /// The outbox statement and the lease its deliveries are written under; then what it leased, once it ran.
     private var outbox: (statement: PipelinedTransaction.Statement, token: UUID)?
-    private var leased: [LeasedDelivery]?
+    private var leased: PostgresRows?
 
     private init(
         _ transaction: PipelinedTransaction, access: PatientAccess, accessQuery: PostgresQuery?,
@@ -58,7 +58,7 @@ final class RecordingTransaction {
                 logger: logger)
             let recorded = try body(recording)
             guard let outbox = recording.outbox, let leased = recording.leased, !leased.isEmpty else { return recorded }
-            return recorded.leasing(OwedPush.Lease(token: outbox.token, deliveries: leased))
+            return recorded.leasing(OwedPush.Lease(token: outbox.token, rows: leased))
         }
     }
 
@@ -79,7 +79,8 @@ final class RecordingTransaction {
         let results = try transaction.run(flight)
         if let accessStatement, results.includes(accessStatement) { try access.checkLink(results[accessStatement]) }
         if let outbox, results.includes(outbox.statement) {
-            leased = try DeliveryQueue.leased(results[outbox.statement])
+            let rows: PostgresRows = results[outbox.statement]
+            leased = rows
         }
         return results
     }
@@ -144,10 +145,11 @@ struct Recorded<Value> {
 /// transaction queued (`nil` when this deployment sends no push: `PUSH_ENVIRONMENT` unset), and the deliveries it
 /// queued already leased to the recording's sender, when it did.
 struct OwedPush {
-    /// Deliveries written `SENDING` under `token` by the recording transaction itself.
+    /// Deliveries written `SENDING` under `token` by the recording transaction itself: the outbox statement's rows,
+    /// which the sender reads as a lease statement's.
     struct Lease {
         let token: UUID
-        let deliveries: [LeasedDelivery]
+        let rows: PostgresRows
     }
 
     let eventKey: String?

@@ -52,11 +52,6 @@ struct DeliveryOutcome {
 /// statement with `FOR UPDATE SKIP LOCKED`, so two senders never hold the same delivery; a sender that dies leaves a
 /// lease that runs out, and `push-sweep` leases the delivery again.
 enum DeliveryQueue {
-    /// The lease: the send deadline plus 5 s, so a live sender always finishes (or gives up) inside its lease.
-    static func leaseSeconds(_ configuration: Configuration) -> Double {
-        Double(configuration.pushSendDeadlineMilliseconds + 5000) / 1000
-    }
-
     /// Leases due deliveries — `PENDING` past `next_attempt_at`, or `SENDING` past `lease_until` — whose device is
     /// still enabled, whose owner is still linked to the event's patient (a link the app revoked after the recording
     /// ends the delivery's chances: it is never sent, and expires), and whose event is younger than
@@ -92,7 +87,7 @@ enum DeliveryQueue {
             -- What the lease sends is joined once, in `due`: the update finds its rows by id alone.
             UPDATE caregiver_push.push_deliveries p
             SET status = 'SENDING', attempts = p.attempts + 1, lease_token = \(token),
-                lease_until = now() + make_interval(secs => \(leaseSeconds(configuration))), updated_at = now(),
+                lease_until = now() + make_interval(secs => \(configuration.pushLeaseSeconds)), updated_at = now(),
                 sent_revision = due.revision
             FROM due
             WHERE p.id = due.id
@@ -144,6 +139,29 @@ enum DeliveryQueue {
               AND (CASE WHEN status = 'PENDING' THEN next_attempt_at ELSE lease_until END) > now()
             """
         ).single?.decode(Int?.self, at: 0)
+    }
+
+    /// Gives back what a lease holds and did not send (a skipped send: no access token, FCM's pause): `PENDING` again,
+    /// due after `delayMilliseconds`, with the attempt the lease counted taken back. One statement, by the lease's
+    /// token: only rows it still holds change.
+    static func release(
+        lease: UUID, delayMilliseconds: Int, reason: String, database: DatabaseSession, logger: Logger
+    ) {
+        do {
+            _ = try database.connection().transaction([
+                """
+                UPDATE caregiver_push.push_deliveries
+                SET status = 'PENDING', attempts = greatest(attempts - 1, 0), last_error = \(reason),
+                    next_attempt_at = now() + make_interval(secs => \(Double(delayMilliseconds) / 1000)),
+                    lease_until = NULL, lease_token = NULL, updated_at = now()
+                WHERE lease_token = \(lease) AND status = 'SENDING'
+                """
+            ])
+        } catch {
+            logger.error(
+                "push lease could not be given back; it will run out and the sweep will send",
+                metadata: ErrorMetadata.of(error))
+        }
     }
 
     /// The event a lease's row carries, and its patient's display name.

@@ -25,7 +25,7 @@ struct DatabaseDeliveryStore: DeliveryStore {
     let logger: Logger
 
     func lease(limit: Int) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
-        if let preLeased { return (preLeased.token, preLeased.deliveries) }
+        if let preLeased { return (preLeased.token, try DeliveryQueue.leased(preLeased.rows)) }
         return try DeliveryQueue.lease(
             eventKey: eventKey, limit: limit, configuration: configuration, database: database)
     }
