@@ -174,7 +174,10 @@ struct LoadAndFaultTests {
         // Nothing is lost and nothing stays leased: what FCM did not take is PENDING again, owed to the sweep.
         #expect(statuses.allSatisfy { ["SENT", "DISABLED_TOKEN", "PENDING"].contains($0) }, "\(statuses)")
         switch failure {
-        case .errorAnswers: #expect(statuses.sorted() == ["DISABLED_TOKEN", "PENDING", "SENT", "SENT"])
+        case .errorAnswers:
+            // The recording's own send makes one attempt per device: what failed once (INTERNAL, QUOTA) is PENDING
+            // again like what fails for good, due after its back-off, for the sweep (docs/behaviour.md#sending-retries).
+            #expect(statuses.sorted() == ["DISABLED_TOKEN", "PENDING", "PENDING", "PENDING"])
         case .timeouts, .connectionRefused, .oauthRefused:
             #expect(statuses == ["PENDING", "PENDING", "PENDING", "PENDING"])
         }
