@@ -101,6 +101,7 @@ struct DataAPIExposureTests {
         #expect(exposed.isEmpty)
         try Self.truncateRefused(owner)
         try Self.registerRefusesAPIRoles(cluster, owner, caregiver: caregiver)
+        try Self.queueFunctionsRefuseAPIRoles(owner)
         // The next migrator run takes back every role's defaults in the schema, the other role's included.
         #expect(try Self.outsidersDefaults(owner) > 0)
         try Migrator(directory: TestDatabase.migrationsDirectory).migrate(owner, logger: Logger(label: "tests"))
@@ -140,6 +141,34 @@ struct DataAPIExposureTests {
               AND (a.grantee = 0 OR r.rolname IN ('anon', 'authenticated', 'service_role'))
             """
         )[0].decode(Int.self, at: 0)
+    }
+
+    /// Exposed by mistake, the queue's functions (migration 000017) may be executed by the API roles too, and refuse
+    /// them with their own 42501 before they read or write a row.
+    static func queueFunctionsRefuseAPIRoles(_ owner: PostgresConnection) throws {
+        let calls = [
+            "lease_push_deliveries(text,uuid,integer,integer,double precision)":
+                "SELECT count(*) FROM caregiver_push.lease_push_deliveries(NULL, gen_random_uuid(), 100, 3600, 15)",
+            "record_push_outcomes(uuid,uuid[],text[],integer[],text[],text[],bigint[],uuid[],text[])":
+                "SELECT caregiver_push.record_push_outcomes(gen_random_uuid(), '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",
+        ]
+        for role in ["anon", "authenticated"] {
+            for (signature, call) in calls {
+                #expect(
+                    try owner.query(
+                        "SELECT has_function_privilege(\(role), \("caregiver_push." + signature), 'EXECUTE')"
+                    )[0].decode(Bool.self, at: 0), "the exposure grants the routine: the refusal is the function's"
+                )
+                try owner.query("BEGIN")
+                defer { _ = try? owner.query("ROLLBACK") }
+                try owner.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(role)"))
+                let refusal = #expect(throws: PostgresError.self, "\(role) \(signature)") {
+                    try owner.query(PostgresQuery(unsafeSQL: call))
+                }
+                #expect(refusal?.sqlState?.rawValue == "42501", "\(String(describing: refusal))")
+                #expect(refusal?.serverMessage?.contains("is for the role caregiver_push_runtime") == true)
+            }
+        }
     }
 
     /// Exposed by mistake, `register_push_device` may be executed by the API roles (Supabase's steps grant every

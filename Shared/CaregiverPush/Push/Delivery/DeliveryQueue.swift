@@ -55,45 +55,19 @@ enum DeliveryQueue {
     /// Leases due deliveries — `PENDING` past `next_attempt_at`, or `SENDING` past `lease_until` — whose device is
     /// still enabled, whose owner is still linked to the event's patient (a link the app revoked after the recording
     /// ends the delivery's chances: it is never sent, and expires), and whose event is younger than
-    /// `PUSH_MAX_AGE_SECONDS`: of one event (the recording's own
-    /// post-response send) or of any (the sweep), the longest due first (`push_deliveries_due`), at most `limit`.
+    /// `PUSH_MAX_AGE_SECONDS`: of one event (a revised event's rows) or of any (the sweep), the longest due first
+    /// (`push_deliveries_due`), at most `limit`. One call of `lease_push_deliveries`.
     /// - Returns: the lease token and the deliveries it holds.
     static func lease(
         eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
     ) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
         let token = UUID()
+        // One PL/pgSQL call (migration 000017): the statement's plan is kept for the server connection's life.
         let rows = try database.connection().transaction([
             """
-            WITH due AS (
-                SELECT p.id, d.id AS device_id, d.token, d.target, d.language, e.event_key, e.patient_id,
-                       e.local_date, e.slot, e.recording_group_id, e.taken_at, e.within_time, e.recorded_by,
-                       e.revision, pt.display_name
-                FROM caregiver_push.push_deliveries p
-                JOIN caregiver_push.push_events e ON e.event_key = p.event_key
-                JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
-                JOIN caregiver_push.patients pt ON pt.id = e.patient_id
-                WHERE (\(eventKey)::text IS NULL OR p.event_key = \(eventKey)::text)
-                  AND p.status IN ('PENDING', 'SENDING')
-                  AND (CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE p.lease_until END) <= now()
-                  AND d.is_enabled
-                  AND e.created_at > now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
-                  AND EXISTS (
-                      SELECT 1 FROM caregiver_push.caregiver_patient_links l
-                      WHERE l.caregiver_id = d.owner_id AND l.patient_id = e.patient_id AND l.revoked_at IS NULL)
-                ORDER BY (CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE p.lease_until END)
-                LIMIT \(limit)
-                FOR UPDATE OF p SKIP LOCKED
-            )
-            -- What the lease sends is joined once, in `due`: the update finds its rows by id alone.
-            UPDATE caregiver_push.push_deliveries p
-            SET status = 'SENDING', attempts = p.attempts + 1, lease_token = \(token),
-                lease_until = now() + make_interval(secs => \(configuration.pushLeaseSeconds)), updated_at = now(),
-                sent_revision = due.revision
-            FROM due
-            WHERE p.id = due.id
-            RETURNING p.id, due.device_id, due.token, p.attempts, due.event_key, due.patient_id,
-                      due.local_date::text, due.slot, due.recording_group_id, due.taken_at, due.within_time,
-                      due.display_name, due.target, due.recorded_by, due.language
+            SELECT * FROM caregiver_push.lease_push_deliveries(
+                \(eventKey)::text, \(token)::uuid, \(limit)::integer, \(configuration.pushMaxAgeSeconds)::integer,
+                \(configuration.pushLeaseSeconds)::double precision)
             """
         ])[0]
         return (token, try leased(rows))
@@ -184,8 +158,8 @@ enum DeliveryQueue {
         return (event, displayName)
     }
 
-    /// Records outcomes and disables dead tokens in one transaction: one statement over arrays of the outcomes'
-    /// columns (`unnest`), whatever the batch size, and a second one only when a token was found dead.
+    /// Records outcomes and disables dead tokens in one transaction: one call of `record_push_outcomes` over arrays of
+    /// the outcomes' columns and of the dead tokens' devices, whatever the batch size.
     ///
     /// A message sent from an older revision of its event than the event's now (a later recording merged into it
     /// while it was being sent, docs/behaviour.md#on-time) is not `SENT` but owed again, due now.
@@ -210,39 +184,14 @@ enum DeliveryQueue {
         let reasons = PostgresArray.literal(dead.map { $0.disabledReason?.rawValue })
         for attempt in 1...2 {
             do {
-                var statements: [PostgresQuery] = [
+                // One PL/pgSQL call (migration 000017) in one round trip: BEGIN, the settings, the call, COMMIT.
+                let updated = try database.connection().transaction([
                     """
-                    UPDATE caregiver_push.push_deliveries p
-                    SET status = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
-                                      THEN 'PENDING' ELSE o.status END,
-                        attempts = CASE WHEN o.status = 'SENT' AND p.sent_revision < e.revision
-                                        THEN 0 ELSE o.attempts END,
-                        last_error = o.last_error, fcm_message_name = o.message_name,
-                        next_attempt_at = CASE
-                            WHEN o.status = 'SENT' AND p.sent_revision < e.revision THEN now()
-                            WHEN o.status = 'PENDING' THEN now() + make_interval(secs => o.delay_ms / 1000.0)
-                            ELSE p.next_attempt_at END,
-                        lease_until = NULL, lease_token = NULL, updated_at = now()
-                    FROM unnest(
-                        \(ids)::uuid[], \(statuses)::text[], \(attempts)::integer[], \(errors)::text[],
-                        \(names)::text[], \(delays)::bigint[]
-                    ) AS o(id, status, attempts, last_error, message_name, delay_ms),
-                    caregiver_push.push_events e
-                    WHERE p.id = o.id AND p.status = 'SENDING' AND p.lease_token = \(lease)
-                      AND e.event_key = p.event_key
+                    SELECT caregiver_push.record_push_outcomes(
+                        \(lease)::uuid, \(ids)::uuid[], \(statuses)::text[], \(attempts)::integer[], \(errors)::text[],
+                        \(names)::text[], \(delays)::bigint[], \(devices)::uuid[], \(reasons)::text[])
                     """
-                ]
-                if !dead.isEmpty {
-                    statements.append(
-                        """
-                        UPDATE caregiver_push.push_devices d
-                        SET is_enabled = false, disabled_reason = o.reason, updated_at = now()
-                        FROM unnest(\(devices)::uuid[], \(reasons)::text[]) AS o(device, reason)
-                        WHERE d.id = o.device AND d.is_enabled
-                        """)
-                }
-                // One round trip: BEGIN, the settings, the statements, COMMIT.
-                let updated = try database.connection().transaction(statements)[0].affectedRows
+                ])[0][0].decode(Int.self, at: 0)
                 if updated < outcomes.count {
                     logger.warning(
                         "push lease lost: another sender took over some deliveries",
