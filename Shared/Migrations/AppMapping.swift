@@ -62,7 +62,22 @@ struct AppMapping {
                 ON CONFLICT (singleton) DO UPDATE SET sha256 = excluded.sha256, applied_at = now()
                 """)
         }
-        try alignOutboxPatientID(connection)
+        let aligned = try alignOutboxPatientID(connection)
+        if !unchanged || aligned { try recompileTypedFunctions(connection) }
+    }
+
+    /// The PL/pgSQL functions whose variables take the types of mapped columns (`%TYPE`: the outbox's
+    /// `enqueue_dose_taken`, migration 000018). A session compiles a function once, at its first call, and keeps the
+    /// types it resolved then until the function's catalog row changes; rewriting the row (the same setting set again)
+    /// makes every session compile it anew, with the types of the mapping just applied.
+    private func recompileTypedFunctions(_ connection: PostgresConnection) throws {
+        try connection.query(
+            """
+            ALTER FUNCTION caregiver_push.enqueue_dose_taken(
+                text, text, text, text, text, date, text, text, boolean, timestamptz, text, uuid, text, integer,
+                integer, uuid, double precision)
+            SET search_path = pg_catalog, pg_temp
+            """)
     }
 
     /// Drops each household relation (the functions' empty table, or the last mapping's views) so that the mapping
@@ -140,7 +155,8 @@ struct AppMapping {
 
     /// The outbox keeps the patient's id in the type of the app's (`uuid` or text), so that the senders' join of an
     /// event to its patient compares like with like and is served by the app's key.
-    private func alignOutboxPatientID(_ connection: PostgresConnection) throws {
+    /// - Returns: whether the column's type changed.
+    private func alignOutboxPatientID(_ connection: PostgresConnection) throws -> Bool {
         let types = try connection.query(
             """
             SELECT format_type(p.atttypid, NULL), format_type(e.atttypid, NULL)
@@ -149,15 +165,16 @@ struct AppMapping {
               AND e.attrelid = 'caregiver_push.push_events'::regclass AND e.attname = 'patient_id'
             """
         ).single
-        guard let types else { return }  // no patients.id: the contract check names it
+        guard let types else { return false }  // no patients.id: the contract check names it
         let (apps, outbox) = try types.decode((String, String).self)
-        guard apps != outbox, ["uuid", "text", "character varying"].contains(apps) else { return }
+        guard apps != outbox, ["uuid", "text", "character varying"].contains(apps) else { return false }
         try connection.query(
             PostgresQuery(
                 unsafeSQL: """
                     ALTER TABLE caregiver_push.push_events
                         ALTER COLUMN patient_id TYPE \(apps) USING patient_id::text::\(apps)
                     """))
+        return true
     }
 
     /// The runtime role reaches the mapped relations only through the contract's columns: `SELECT` on those it

@@ -363,6 +363,35 @@ struct AppTablesTests {
         }
     }
 
+    @Test("a session that ran the outbox before the mapping runs it after with the mapping's id types")
+    func outboxFollowsTheMapping() throws {
+        try Self.withApp { cluster, owner in
+            try Self.migrate(owner, mapping: nil)
+            // A server session of the runtime role compiles the outbox function with the functions' own id types
+            // (uuid): a recording whose dose row is not there returns at once, after the compile.
+            let runtime = try PostgresConnection(url: cluster.runtimeURL)
+            defer { runtime.close() }
+            func enqueue(kind: String?, record: String?, patient: String, key: String) throws -> Int {
+                try runtime.query(
+                    """
+                    SELECT count(*) FROM caregiver_push.enqueue_dose_taken(
+                        \(kind)::text, \(record)::text, \(key)::text, 'dose-record', \(patient)::text,
+                        '2026-11-28', 'morning', NULL, true, now(), 'PATIENT', NULL, 'DEV', 30, 10, NULL, 0)
+                    """
+                )[0].decode(Int.self, at: 0)
+            }
+            let before = UUID().uuidString.lowercased()
+            #expect(try enqueue(kind: "dose", record: before, patient: before, key: "before") == 0)
+            // The app's ids are text; the same session then queues an event for one of its patients.
+            try Self.migrate(owner, mapping: try Self.mapping)
+            let home = try Self.seed(owner, patient: "patient-123", caregiver: UUID())
+            #expect(try enqueue(kind: nil, record: nil, patient: home.patient, key: "after") == 0)
+            #expect(
+                try owner.query("SELECT patient_id::text FROM caregiver_push.push_events WHERE event_key = 'after'")
+                    .single?.decode(String.self, at: 0) == "patient-123")
+        }
+    }
+
     @Test("a mapping never drops a household table of the functions' own that holds rows")
     func mappingKeepsRows() throws {
         try Self.withApp { _, owner in

@@ -143,12 +143,18 @@ struct DataAPIExposureTests {
         )[0].decode(Int.self, at: 0)
     }
 
-    /// Exposed by mistake, the queue's functions (migration 000017) may be executed by the API roles too, and refuse
+    /// Exposed by mistake, the queue's functions (migrations 000017 and 000018) may be executed by the API roles too, and refuse
     /// them with their own 42501 before they read or write a row.
     static func queueFunctionsRefuseAPIRoles(_ owner: PostgresConnection) throws {
         let calls = [
             "lease_push_deliveries(text,uuid,integer,integer,double precision)":
                 "SELECT count(*) FROM caregiver_push.lease_push_deliveries(NULL, gen_random_uuid(), 100, 3600, 15)",
+            "enqueue_dose_taken(text,text,text,text,text,date,text,text,boolean,timestamptz,text,uuid,text,integer,integer,uuid,double precision)":
+                """
+            SELECT count(*) FROM caregiver_push.enqueue_dose_taken(
+                NULL, NULL, 'probe', 'dose-record', gen_random_uuid()::text, current_date, 'morning', NULL, true,
+                now(), 'PATIENT', NULL, 'DEV', 30, 10, NULL, 0)
+            """,
             "record_push_outcomes(uuid,uuid[],text[],integer[],text[],text[],bigint[],uuid[],text[])":
                 "SELECT caregiver_push.record_push_outcomes(gen_random_uuid(), '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",
         ]

@@ -128,8 +128,8 @@ public enum PushOutbox {
     /// caregiver who recorded; their enabled devices in `environment` registered (or renewed) within the last
     /// `registrationDays` (`PUSH_DEVICE_STALE_DAYS`, docs/behaviour.md#registration-bound), at most `deviceCap` per caregiver (the most
     /// recently seen), so that one event never owes more than `deviceCap` × linked caregivers deliveries even if the
-    /// cap was exceeded before it was enforced. One statement, served by `caregiver_patient_links_active_by_patient`
-    /// and `push_devices_enabled_by_owner`.
+    /// cap was exceeded before it was enforced. One call of `caregiver_push.enqueue_dose_taken` (migration 000018),
+    /// whose statement is served by `caregiver_patient_links_active_by_patient` and `push_devices_enabled_by_owner`.
     ///
     /// With `lease`, the new deliveries are written already leased to the recording's own sender (`SENDING`, one
     /// attempt, `lease_until` `lease.seconds` ahead, the event's revision) and the statement returns them as the
@@ -146,82 +146,21 @@ public enum PushOutbox {
         registrationDays: Int = Configuration.defaultDeviceStaleDays, ifRecorded recorded: RecordedRow?,
         lease: (token: UUID, seconds: Double)? = nil
     ) -> PostgresQuery {
-        // Only the table the recording wrote to is asked: a statement naming no table it does not need plans faster.
-        let (head, recordID, tail): (StaticString, AppID?, StaticString) =
+        let (kind, recordID): (String?, AppID?) =
             switch recorded {
-            case .dose(let id): ("SELECT EXISTS (SELECT 1 FROM caregiver_push.dose_records WHERE id = ", id, ")")
-            case .prnDose(let id): ("SELECT EXISTS (SELECT 1 FROM caregiver_push.prn_dose_records WHERE id = ", id, ")")
-            case nil: ("SELECT ", nil, "::text IS NULL")
+            case .dose(let id): ("dose", id)
+            case .prnDose(let id): ("prn", id)
+            case nil: (nil, nil)
             }
+        // One PL/pgSQL call (migration 000018): the statement's plan is kept for the server connection's life.
         return """
-            WITH owed AS (
-                \(sql: head)\(recordID)\(sql: tail) AS owed
-            ), event AS (
-                INSERT INTO caregiver_push.push_events AS e
-                    (event_key, kind, source, patient_id, local_date, slot, recording_group_id, within_time, taken_at,
-                     recorded_by)
-                SELECT \(event.eventKey), 'DOSE_TAKEN', \(source.rawValue), \(event.patientID), \(event.date)::date,
-                       \(event.slot.rawValue), \(event.recordingGroupID)::text, \(event.withinTime), \(event.takenAt),
-                       \(StoredRecorder(event.recorder).rawValue)
-                FROM owed WHERE owed.owed
-                ON CONFLICT (event_key) DO UPDATE
-                    SET within_time = e.within_time AND excluded.within_time,
-                        recorded_by = CASE WHEN e.recorded_by = excluded.recorded_by THEN e.recorded_by ELSE 'BOTH' END,
-                        revision = e.revision + CASE
-                            WHEN (e.within_time AND NOT excluded.within_time)
-                              OR (e.recorded_by = 'CAREGIVER' AND excluded.recorded_by <> 'CAREGIVER') THEN 1 ELSE 0 END
-                RETURNING e.event_key, e.patient_id, e.local_date, e.slot, e.recording_group_id, e.taken_at,
-                          e.within_time, e.recorded_by, e.revision
-            ), reopened AS (
-                -- Only once revised: what was sent (or is being sent) from an older revision is owed again. The
-                -- event's PENDING rows are rewritten unchanged, which holds their locks until COMMIT: a lease that
-                -- would word them from the older revision skips them meanwhile.
-                UPDATE caregiver_push.push_deliveries p
-                SET status = 'PENDING',
-                    attempts = CASE WHEN p.status = 'PENDING' THEN p.attempts ELSE 0 END,
-                    next_attempt_at = CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE now() END,
-                    lease_until = NULL, lease_token = NULL, updated_at = now()
-                FROM event
-                WHERE event.revision > 1 AND p.event_key = \(event.eventKey)
-                  AND p.status IN ('PENDING', 'SENDING', 'SENT') AND p.sent_revision IS DISTINCT FROM event.revision
-            ), holder AS (
-                -- The lease the new rows are written under: none for an event revised before (its older rows are
-                -- owed again, and the sender leases them all by the event), nor when the caller leases later.
-                SELECT CASE WHEN event.revision = 1 THEN \(lease?.token)::uuid END AS token FROM event
-            ), recipients AS (
-                SELECT d.id, d.token, d.target, d.language
-                FROM holder, caregiver_push.caregiver_patient_links l
-                CROSS JOIN LATERAL (
-                    SELECT id, token, target, language FROM caregiver_push.push_devices
-                    WHERE owner_type = 'CAREGIVER' AND owner_id = l.caregiver_id
-                      AND environment = \(environment.rawValue) AND is_enabled
-                      AND last_seen_at > now() - make_interval(days => \(registrationDays))
-                    ORDER BY last_seen_at DESC, id
-                    LIMIT \(max(deviceCap, 1))
-                ) d
-                WHERE l.patient_id = \(event.patientID) AND l.revoked_at IS NULL
-                  AND l.caregiver_id IS DISTINCT FROM \(event.actingCaregiverID)::uuid
-            ), queued AS (
-                INSERT INTO caregiver_push.push_deliveries AS p
-                    (event_key, push_device_id, status, next_attempt_at, attempts, lease_token, lease_until,
-                     sent_revision)
-                SELECT \(event.eventKey), r.id, CASE WHEN holder.token IS NULL THEN 'PENDING' ELSE 'SENDING' END,
-                       now(), CASE WHEN holder.token IS NULL THEN 0 ELSE 1 END, holder.token,
-                       CASE WHEN holder.token IS NOT NULL
-                            THEN now() + make_interval(secs => \(lease?.seconds ?? 0)) END,
-                       CASE WHEN holder.token IS NOT NULL THEN 1 END
-                FROM holder, recipients r
-                ON CONFLICT (event_key, push_device_id) DO NOTHING
-                RETURNING p.id, p.push_device_id, p.attempts, p.status
-            )
-            -- The columns the lease statement returns, in its order, from this statement's own rows: no table is
-            -- joined again but the patient's name.
-            SELECT q.id, r.id, r.token, q.attempts, e.event_key, e.patient_id, e.local_date::text, e.slot,
-                   e.recording_group_id, e.taken_at, e.within_time,
-                   (SELECT pt.display_name FROM caregiver_push.patients pt WHERE pt.id = e.patient_id), r.target,
-                   e.recorded_by, r.language
-            FROM queued q JOIN recipients r ON r.id = q.push_device_id, event e
-            WHERE q.status = 'SENDING' OR \(lease?.token)::uuid IS NULL
+            SELECT * FROM caregiver_push.enqueue_dose_taken(
+                \(kind)::text, \(recordID)::text, \(event.eventKey)::text, \(source.rawValue)::text,
+                \(event.patientID)::text, \(event.date)::date, \(event.slot.rawValue)::text,
+                \(event.recordingGroupID)::text, \(event.withinTime)::boolean, \(event.takenAt)::timestamptz,
+                \(StoredRecorder(event.recorder).rawValue)::text, \(event.actingCaregiverID)::uuid,
+                \(environment.rawValue)::text, \(registrationDays)::integer, \(max(deviceCap, 1))::integer,
+                \(lease?.token)::uuid, \(lease?.seconds ?? 0)::double precision)
             """
     }
 
