@@ -46,12 +46,6 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation {
             sql += "$\(binds.count)"
         }
 
-        /// Appends SQL text written in the source (a column list two statements share): a `StaticString` cannot be
-        /// made of input.
-        public mutating func appendInterpolation(sql fragment: StaticString) {
-            sql += fragment.description
-        }
-
         /// Appends a placeholder bound to `value`, or to NULL.
         public mutating func appendInterpolation(_ value: (some PostgresEncodable)?) {
             binds.append(value?.postgresText)
