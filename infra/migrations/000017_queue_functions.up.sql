@@ -41,21 +41,35 @@ BEGIN
 
     RETURN QUERY
     WITH due AS (
+        -- Each due row finds its event, its device, its patient's name and its link by key: one plan serves every
+        -- call (plan_cache_mode), so none of these look-ups may depend on how many rows are due or how large the
+        -- tables were when the plan was made. A join the planner is free to reorder was, in the plan it kept, a hash
+        -- of every link rebuilt for each due row; a LATERAL with OFFSET 0 and a sub-select with LIMIT 1 stay
+        -- look-ups by key, row by row.
         SELECT p.id, d.id AS device_id, d.token, d.target, d.language, e.event_key, e.patient_id,
                e.local_date, e.slot, e.recording_group_id, e.taken_at, e.within_time, e.recorded_by,
-               e.revision, pt.display_name
+               e.revision, (SELECT pt.display_name FROM caregiver_push.patients pt WHERE pt.id = e.patient_id)
+                   AS display_name
         FROM caregiver_push.push_deliveries p
-        JOIN caregiver_push.push_events e ON e.event_key = p.event_key
-        JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
-        JOIN caregiver_push.patients pt ON pt.id = e.patient_id
+        CROSS JOIN LATERAL (
+            SELECT x.event_key, x.patient_id, x.local_date, x.slot, x.recording_group_id, x.taken_at, x.within_time,
+                   x.recorded_by, x.revision
+            FROM caregiver_push.push_events x
+            WHERE x.event_key = p.event_key AND x.created_at > now() - make_interval(secs => max_age_seconds)
+            OFFSET 0
+        ) e
+        CROSS JOIN LATERAL (
+            SELECT v.id, v.token, v.target, v.language, v.owner_id
+            FROM caregiver_push.push_devices v
+            WHERE v.id = p.push_device_id AND v.is_enabled
+            OFFSET 0
+        ) d
         WHERE (of_event IS NULL OR p.event_key = of_event)
           AND p.status IN ('PENDING', 'SENDING')
           AND (CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE p.lease_until END) <= now()
-          AND d.is_enabled
-          AND e.created_at > now() - make_interval(secs => max_age_seconds)
-          AND EXISTS (
-              SELECT 1 FROM caregiver_push.caregiver_patient_links l
-              WHERE l.caregiver_id = d.owner_id AND l.patient_id = e.patient_id AND l.revoked_at IS NULL)
+          AND (SELECT true FROM caregiver_push.caregiver_patient_links l
+               WHERE l.caregiver_id = d.owner_id AND l.patient_id = e.patient_id AND l.revoked_at IS NULL
+               LIMIT 1)
         ORDER BY (CASE WHEN p.status = 'PENDING' THEN p.next_attempt_at ELSE p.lease_until END)
         LIMIT lease_limit
         FOR UPDATE OF p SKIP LOCKED
@@ -109,7 +123,11 @@ BEGIN
     FROM unnest(delivery_ids, outcome_statuses, outcome_attempts, outcome_errors, message_names, retry_delays_ms)
             AS o(id, status, attempts, last_error, message_name, delay_ms),
          caregiver_push.push_events e
-    WHERE p.id = o.id AND p.status = 'SENDING' AND p.lease_token = held_by
+    -- Held by this lease: its token and a lease time, which push_deliveries_lease_check allows on SENDING rows only.
+    -- Said so rather than as status = 'SENDING', which the partial indexes on SENDING rows would answer: one plan
+    -- serves every call (plan_cache_mode), and it must find each outcome's row by its id, however many rows are
+    -- being sent.
+    WHERE p.id = o.id AND p.lease_token = held_by AND p.lease_until IS NOT NULL
       AND e.event_key = p.event_key;
     GET DIAGNOSTICS updated = ROW_COUNT;
 

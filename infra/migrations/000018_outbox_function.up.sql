@@ -92,10 +92,10 @@ BEGIN
         -- again, and the sender leases them all by the event), nor when the caller leases later.
         SELECT CASE WHEN event.revision = 1 THEN held_by END AS token FROM event
     ), recipients AS (
-        SELECT d.id, d.token, d.target, d.language
+        SELECT d.id
         FROM holder, caregiver_push.caregiver_patient_links l
         CROSS JOIN LATERAL (
-            SELECT v.id, v.token, v.target, v.language FROM caregiver_push.push_devices v
+            SELECT v.id FROM caregiver_push.push_devices v
             WHERE v.owner_type = 'CAREGIVER' AND v.owner_id = l.caregiver_id
               AND v.environment = device_environment AND v.is_enabled
               AND v.last_seen_at > now() - make_interval(days => registration_days)
@@ -115,13 +115,14 @@ BEGIN
         ON CONFLICT (event_key, push_device_id) DO NOTHING
         RETURNING p.id, p.push_device_id, p.attempts, p.status
     )
-    -- The lease's columns, in its order, from this statement's own rows: no table is joined again but the
-    -- patient's name.
-    SELECT q.id, r.id, r.token::text, q.attempts, e.event_key, e.patient_id::text, e.local_date::text, e.slot,
+    -- The lease's columns, in its order. Each queued row finds its device by key: one plan serves every call
+    -- (plan_cache_mode), so no join here may depend on how many rows the call has — a join of the queued rows with
+    -- the recipients, estimated at a row or two, was a nested loop over both, quadratic in a caregiver's devices.
+    SELECT q.id, d.id, d.token::text, q.attempts, e.event_key, e.patient_id::text, e.local_date::text, e.slot,
            e.recording_group_id, e.taken_at, e.within_time,
-           (SELECT pt.display_name::text FROM caregiver_push.patients pt WHERE pt.id = e.patient_id), r.target,
-           e.recorded_by, r.language
-    FROM queued q JOIN recipients r ON r.id = q.push_device_id, event e
+           (SELECT pt.display_name::text FROM caregiver_push.patients pt WHERE pt.id = e.patient_id), d.target,
+           e.recorded_by, d.language
+    FROM queued q JOIN caregiver_push.push_devices d ON d.id = q.push_device_id, event e
     WHERE q.status = 'SENDING' OR held_by IS NULL;
 END
 $outbox$;
