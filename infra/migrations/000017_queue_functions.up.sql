@@ -16,16 +16,21 @@
 -- run; only the runtime role is granted EXECUTE, and each refuses any other caller but the owner (as
 -- register_push_device does, migration 000009).
 
+-- A leased delivery as the senders read it (DeliveryQueue.leased, column by column): what the lease returns, and what
+-- the recording's outbox returns of the deliveries it writes already leased (migration 000018). The patient's id and
+-- name are text whatever the app mapping makes them.
+CREATE TYPE caregiver_push.leased_delivery AS (
+    delivery_id uuid, device_id uuid, device_token text, delivery_attempts integer, event_key text,
+    patient_id text, local_date text, slot text, recording_group_id text, taken_at timestamptz,
+    within_time boolean, display_name text, target text, recorded_by text, language text);
+
 -- Leases due deliveries — PENDING past next_attempt_at, or SENDING past lease_until — whose device is still enabled,
 -- whose owner is still linked to the event's patient, and whose event is younger than max_age_seconds: of one event
 -- (event_key) or of any (NULL), the longest due first (push_deliveries_due), at most lease_limit. They become SENDING
--- under held_by until lease_seconds from now, their attempts counted. The columns are DeliveryQueue.leased's.
+-- under held_by until lease_seconds from now, their attempts counted.
 CREATE FUNCTION caregiver_push.lease_push_deliveries(
     of_event text, held_by uuid, lease_limit integer, max_age_seconds integer, lease_seconds double precision)
-RETURNS TABLE (
-    delivery_id uuid, device_id uuid, device_token text, delivery_attempts integer, event_key text,
-    patient_id text, local_date text, slot text, recording_group_id text, taken_at timestamptz,
-    within_time boolean, display_name text, target text, recorded_by text, language text)
+RETURNS SETOF caregiver_push.leased_delivery
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan

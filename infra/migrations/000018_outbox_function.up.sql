@@ -4,7 +4,7 @@
 -- the one PushOutbox.enqueueQuery sent (docs/behaviour.md#outbox): it writes the event (or merges the recording into
 -- the event it joins), reopens what was sent from an older revision, and queues one delivery per recipient, leased to
 -- the recording's own sender under held_by when given; it returns the leased rows (or, without held_by, every row
--- it queued) in the columns of lease_push_deliveries.
+-- it queued) as caregiver_push.leased_delivery rows, as lease_push_deliveries does.
 --
 -- The app mapping decides the type of the patient's and the records' ids (text, a UUID, a cuid): they come in as
 -- text and are held in variables of the mapped columns' types (%TYPE, resolved when a session first runs the
@@ -22,10 +22,7 @@ CREATE FUNCTION caregiver_push.enqueue_dose_taken(
     event_date date, event_slot text, group_id text, on_time boolean, event_taken_at timestamptz,
     recorder text, acting_caregiver uuid, device_environment text, registration_days integer,
     device_cap integer, held_by uuid, lease_seconds double precision)
-RETURNS TABLE (
-    delivery_id uuid, device_id uuid, device_token text, delivery_attempts integer, event_key text,
-    patient_id text, local_date text, slot text, recording_group_id text, taken_at timestamptz,
-    within_time boolean, display_name text, target text, recorded_by text, language text)
+RETURNS SETOF caregiver_push.leased_delivery
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 SET plan_cache_mode = force_generic_plan
