@@ -93,6 +93,18 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
             || kind == .libraryUnavailable
     }
 
+    /// The connection the request was on broke before the answer (libcurl: a failed send or receive, nothing
+    /// received, an HTTP/2 framing or stream error), as opposed to no connection at all (refused, unresolved, the TLS
+    /// handshake): the server is there, and a fresh connection is the usual cure.
+    public var isBrokenConnection: Bool {
+        guard kind == .connectionFailed, let curlCode else { return false }
+        return Self.brokenConnectionCodes.contains(curlCode)
+    }
+
+    /// `CURLE_HTTP2` (16), `CURLE_GOT_NOTHING` (52), `CURLE_SEND_ERROR` (55), `CURLE_RECV_ERROR` (56),
+    /// `CURLE_HTTP2_STREAM` (92).
+    static let brokenConnectionCodes: Set<Int> = [16, 52, 55, 56, 92]
+
     public var description: String {
         var text = curlCode.map { "\(kind.rawValue) (curl \($0))" } ?? kind.rawValue
         if let detail { text += ": \(detail)" }

@@ -50,6 +50,8 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
         var tries = 0
         /// Whether this device has already been sent again with a re-minted access token.
         var retriedWithNewToken = false
+        /// Whether this device has already been sent again at once after its connection broke.
+        var retriedAfterBrokenConnection = false
         var finished = false
     }
 
@@ -300,6 +302,16 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
             }
             outcome =
                 error.isTransient ? .retry(retryAfter: nil, error: error.description) : .fail(error: error.description)
+            // A connection that broke under the request (a reset, a failed send on a shared HTTP/2 connection) says
+            // nothing about FCM's load: the first such retry of a lease goes out at once, on a fresh connection.
+            if error.isBrokenConnection, !progress[index].retriedAfterBrokenConnection {
+                progress[index].retriedAfterBrokenConnection = true
+                progress[index].outcome.lastError = error.description
+                if progress[index].tries < settings.retry.maxAttemptsPerLease {
+                    attempt(index)
+                    return
+                }
+            }
         }
         switch outcome {
         case .sent(let name):

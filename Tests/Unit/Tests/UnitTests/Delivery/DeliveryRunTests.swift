@@ -33,7 +33,8 @@ struct DeliveryRunTests {
         /// A run of batches of `batchSize` whose first lease must be done by `deadline`; with `runDeadline`, a sweep's
         /// run that keeps leasing until then.
         func run(
-            deadline: Duration, batchSize: Int = 500, runDeadline: Duration? = nil
+            deadline: Duration, batchSize: Int = 500, runDeadline: Duration? = nil,
+            maxAttemptsPerLease: Int = RetryPolicy.maxAttemptsPerLease
         ) -> DeliveryReport {
             var logger = Logger(label: "delivery-run")
             logger.logLevel = .critical
@@ -46,7 +47,9 @@ struct DeliveryRunTests {
                 transport: fcm, store: queue, clock: clock,
                 settings: .init(
                     sendURL: "https://fcm.test/v1/projects/p/messages:send", trust: .process, batchSize: batchSize,
-                    sendWindow: sendWindow, retry: RetryPolicy(jitter: { 0 }), continuation: continuation),
+                    sendWindow: sendWindow,
+                    retry: RetryPolicy(maxAttemptsPerLease: maxAttemptsPerLease, jitter: { 0 }),
+                    continuation: continuation),
                 accessToken: "token-1", logger: logger
             ) { rejected, _ in
                 self.reMints.append(rejected)
@@ -70,6 +73,28 @@ struct DeliveryRunTests {
         let row = try #require(world.queue.row("a"))
         #expect(row.status == "SENT" && row.attempts == 2 && row.lastError == nil)
         #expect(row.messageName == "projects/p/messages/1")
+    }
+
+    @Test("a broken connection is tried again at once, once; a second break, or no connection, waits the back-off")
+    func brokenConnectionRetriedAtOnce() throws {
+        // A failed send on a shared HTTP/2 connection (curl 55), then the answer.
+        let once = World(tokens: ["a"]) { $0.previous == 0 ? .failure(.connectionFailed, curlCode: 55) : .sent() }
+        #expect(once.run(deadline: .seconds(5), runDeadline: .seconds(5)).sent == 1)
+        #expect(once.times("a") == [0, 50])
+        let sent = try #require(once.queue.row("a"))
+        #expect(sent.status == "SENT" && sent.attempts == 2 && sent.lastError == nil)
+        // Broken twice: the second retry waits the back-off after two attempts (0.5 s × 2¹, halved).
+        let twice = World(tokens: ["b"]) { $0.previous < 2 ? .failure(.connectionFailed, curlCode: 55) : .sent() }
+        #expect(twice.run(deadline: .seconds(5), runDeadline: .seconds(5)).sent == 1)
+        #expect(twice.times("b") == [0, 50, 600])
+        // Refused (curl 7): the server is not there, and a fresh connection would not help at once.
+        let refused = World(tokens: ["c"]) { $0.previous == 0 ? .failure(.connectionFailed, curlCode: 7) : .sent() }
+        #expect(refused.run(deadline: .seconds(5), runDeadline: .seconds(5)).sent == 1)
+        #expect(refused.times("c") == [0, 300])
+        // A recording's own send makes one attempt: a broken connection leaves the delivery to the sweep.
+        let recording = World(tokens: ["d"]) { _ in .failure(.connectionFailed, curlCode: 55) }
+        #expect(recording.run(deadline: .seconds(5), maxAttemptsPerLease: 1).retryScheduled == 1)
+        #expect(recording.times("d") == [0])
     }
 
     @Test("always 503: attempts spaced by a doubling back-off, five per lease, then PENDING due after the next one")

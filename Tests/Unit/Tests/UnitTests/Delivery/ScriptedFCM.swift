@@ -13,7 +13,7 @@ final class ScriptedFCM: DeliveryTransport {
     enum Answer {
         case response(status: Int, headers: [String: String] = [:], body: String, after: Duration = .milliseconds(50))
         /// No HTTP answer (a reset, a refused connection) after `after`.
-        case failure(CurlError.Kind, after: Duration = .milliseconds(50))
+        case failure(CurlError.Kind, curlCode: Int? = nil, after: Duration = .milliseconds(50))
 
         static func sent(_ name: String = "projects/p/messages/1") -> Answer {
             .response(status: 200, body: #"{"name":"\#(name)"}"#)
@@ -123,11 +123,11 @@ final class ScriptedFCM: DeliveryTransport {
                         : OnTheWire(
                             endsAt: now + after, tag: item.tag,
                             result: .success(CurlResponse(status: status, headers: headers, body: Array(body.utf8)))))
-            case .failure(let kind, let after):
+            case .failure(let kind, let curlCode, let after):
                 onTheWire.append(
                     OnTheWire(
                         endsAt: now + min(after, timeout), tag: item.tag,
-                        result: .failure(CurlError(after > timeout ? .timedOut : kind))))
+                        result: .failure(after > timeout ? CurlError(.timedOut) : CurlError(kind, curlCode: curlCode))))
             }
         }
     }
