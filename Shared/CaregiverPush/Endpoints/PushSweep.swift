@@ -208,7 +208,7 @@ struct DeliveryMaintenance {
                 SELECT p.id FROM caregiver_push.push_deliveries p
                 JOIN caregiver_push.push_devices d ON d.id = p.push_device_id
                 WHERE NOT d.is_enabled
-                  AND (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
+                  AND p.status IN ('PENDING', 'SENDING') AND NOT (p.status = 'SENDING' AND p.lease_until > now())
                 LIMIT \(Self.rowsPerStatement)
                 FOR UPDATE OF p SKIP LOCKED
             )
@@ -229,7 +229,7 @@ struct DeliveryMaintenance {
             WITH old AS (
                 SELECT p.id FROM caregiver_push.push_deliveries p
                 JOIN caregiver_push.push_events e ON e.event_key = p.event_key
-                WHERE (p.status = 'PENDING' OR (p.status = 'SENDING' AND p.lease_until <= now()))
+                WHERE p.status IN ('PENDING', 'SENDING') AND NOT (p.status = 'SENDING' AND p.lease_until > now())
                   AND e.created_at <= now() - make_interval(secs => \(configuration.pushMaxAgeSeconds))
                 LIMIT \(Self.rowsPerStatement)
                 FOR UPDATE OF p SKIP LOCKED
