@@ -124,6 +124,30 @@ struct PushSweepTests {
         #expect(try DurablePushTests.sweep(fake, database).summary?["expired"] == .number(0))
     }
 
+    @Test("an old event's lease that ran out is EXPIRED too; one a live sender still holds is left to it")
+    func expiryOfLeases() throws {
+        let fake = try FCMFake()
+        let database = try IsolatedDatabase()
+        let home = try DurablePushTests.home(in: database)
+        try DurablePushTests.recordWithoutSending(home, fake)
+        // One delivery's sender died (its lease ran out a second ago); the other's is still sending.
+        try database.with { connection in
+            try connection.query(
+                """
+                WITH r AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM caregiver_push.push_deliveries)
+                UPDATE caregiver_push.push_deliveries p
+                SET status = 'SENDING', lease_token = gen_random_uuid(),
+                    lease_until = CASE WHEN r.n = 1 THEN now() - interval '1 second' ELSE now() + interval '1 hour' END
+                FROM r WHERE p.id = r.id
+                """)
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+        let (summary, _) = try DurablePushTests.sweep(fake, database, ["PUSH_MAX_AGE_SECONDS": "1"])
+        #expect(summary?["expired"] == .number(1) && summary?["leased"] == .number(0))
+        #expect(try DurablePushTests.deliveries(home).map(\.status).sorted() == ["EXPIRED", "SENDING"])
+        #expect(try fake.requests().isEmpty)
+    }
+
     @Test("a device that goes unrenewed for PUSH_DEVICE_STALE_DAYS once owed is disabled STALE and not sent to")
     func staleDevice() throws {
         let fake = try FCMFake()
