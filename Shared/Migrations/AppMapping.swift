@@ -67,17 +67,28 @@ struct AppMapping {
     }
 
     /// The PL/pgSQL functions whose variables take the types of mapped columns (`%TYPE`: the outbox's
-    /// `enqueue_dose_taken`, migration 000018). A session compiles a function once, at its first call, and keeps the
-    /// types it resolved then until the function's catalog row changes; rewriting the row (the same setting set again)
-    /// makes every session compile it anew, with the types of the mapping just applied.
+    /// `enqueue_dose_taken`, migration 000018, and the recording's reads, migration 000021), by signature. A session
+    /// compiles a function once, at its first call, and keeps the types it resolved then until the function's catalog
+    /// row changes; rewriting the row (the same setting set again) makes every session compile it anew, with the
+    /// types of the mapping just applied.
+    static let typedFunctions = [
+        """
+        enqueue_dose_taken(text, text, text, text, text, date, text, text, boolean, timestamptz, text, uuid, text, \
+        integer, integer, uuid, double precision)
+        """,
+        "find_patient_session(bytea, text)",
+        "find_medication(text, text)",
+        "find_schedule_time(text, time)",
+        "find_scheduled_doses(text, date)",
+        "find_prn_record(text, text, text)",
+    ]
+
     private func recompileTypedFunctions(_ connection: PostgresConnection) throws {
-        try connection.query(
-            """
-            ALTER FUNCTION caregiver_push.enqueue_dose_taken(
-                text, text, text, text, text, date, text, text, boolean, timestamptz, text, uuid, text, integer,
-                integer, uuid, double precision)
-            SET search_path = pg_catalog, pg_temp
-            """)
+        for signature in Self.typedFunctions {
+            try connection.query(
+                PostgresQuery(
+                    unsafeSQL: "ALTER FUNCTION caregiver_push.\(signature) SET search_path = pg_catalog, pg_temp"))
+        }
     }
 
     /// Drops each household relation (the functions' empty table, or the last mapping's views) so that the mapping

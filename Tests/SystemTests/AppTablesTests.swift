@@ -363,7 +363,7 @@ struct AppTablesTests {
         }
     }
 
-    @Test("a session that ran the outbox before the mapping runs it after with the mapping's id types")
+    @Test("a session that ran the outbox and the reads before the mapping runs them after with the mapping's id types")
     func outboxFollowsTheMapping() throws {
         try Self.withApp { cluster, owner in
             try Self.migrate(owner, mapping: nil)
@@ -380,12 +380,41 @@ struct AppTablesTests {
                     """
                 )[0].decode(Int.self, at: 0)
             }
+            // The recording's reads (migration 000021), each compiled too: ids that are UUIDs, found nowhere.
+            func reads(session: [UInt8], patient: String, medication: String, keys: (String, String)) throws -> [Int] {
+                try [
+                    runtime.query(
+                        """
+                        SELECT count(*) FROM caregiver_push.find_patient_session(\(PostgresBytes(session)), \(Date()))
+                        """),
+                    runtime.query("SELECT count(*) FROM caregiver_push.find_medication(\(medication), \(patient))"),
+                    runtime.query(
+                        "SELECT count(*) FROM caregiver_push.find_schedule_time(\(medication), '08:00'::time)"),
+                    runtime.query(
+                        "SELECT count(*) FROM caregiver_push.find_scheduled_doses(\(patient), '2026-11-28'::date)"),
+                    runtime.query(
+                        "SELECT count(*) FROM caregiver_push.find_prn_record(\(patient), \(keys.0), \(keys.1))"),
+                ].map { try $0[0].decode(Int.self, at: 0) }
+            }
             let before = UUID().uuidString.lowercased()
             #expect(try enqueue(kind: "dose", record: before, patient: before, key: "before") == 0)
-            // The app's ids are text; the same session then queues an event for one of its patients.
+            #expect(
+                try reads(
+                    session: Array(repeating: 0, count: 32), patient: before, medication: before,
+                    keys: (before, before)) == [0, 0, 0, 0, 0])
+            // The app's ids are text; the same session then queues an event for one of its patients, and reads its
+            // session, medications and schedule with text ids (and idempotency keys) a uuid could not hold.
             try Self.migrate(owner, mapping: try Self.mapping)
             let home = try Self.seed(owner, patient: "patient-123", caregiver: UUID())
             #expect(try enqueue(kind: nil, record: nil, patient: home.patient, key: "after") == 0)
+            let session = try #require(PatientSessionToken(home.session))
+            // The app's instants are timestamps without time zone, in UTC: a session expiring in an hour is live
+            // whatever the server session's TimeZone.
+            try runtime.query("SET TimeZone = 'Asia/Tokyo'")
+            #expect(
+                try reads(
+                    session: session.hash, patient: home.patient, medication: home.scheduled,
+                    keys: ("key-1", "key-2")) == [1, 1, 1, 3, 0])
             #expect(
                 try owner.query("SELECT patient_id::text FROM caregiver_push.push_events WHERE event_key = 'after'")
                     .single?.decode(String.self, at: 0) == "patient-123")

@@ -147,10 +147,7 @@ public final class Authenticator {
         // it next.
         let rows = try database.connection().readOnlyTransaction(
             logger: logger,
-            """
-            SELECT id, patient_id FROM caregiver_push.patient_sessions
-            WHERE token_hash = \(hash) AND revoked_at IS NULL AND expires_at > \(now)
-            """)
+            "SELECT * FROM caregiver_push.find_patient_session(\(hash)::bytea, \(now)::text)")
         guard let row = rows.single else {
             logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
             throw Problem.unauthorized()

@@ -161,10 +161,7 @@ struct Medication {
     /// The statement that reads the patient's medication `id` for ``found(_:id:)``: no row when there is none, or
     /// when it is another patient's.
     static func findQuery(_ id: AppID, patientID: AppID) -> PostgresQuery {
-        """
-        SELECT is_prn, start_date::date::text, end_date::date::text, archived_at IS NOT NULL
-        FROM caregiver_push.medications WHERE id = \(id) AND patient_id = \(patientID)
-        """
+        "SELECT * FROM caregiver_push.find_medication(\(id)::text, \(patientID)::text)"
     }
 
     /// The medication ``findQuery(_:patientID:)`` read, or 404: another patient's medication is indistinguishable
@@ -182,21 +179,14 @@ struct Medication {
     static func scheduleTimeQuery(_ id: AppID, at instant: Date) -> PostgresQuery {
         let time = Timestamp.hourMinuteText(minuteOfDay: TokyoClock.minuteOfDay(instant)) + ":00"
         return
-            "SELECT 1 FROM caregiver_push.medication_schedule_times WHERE medication_id = \(id) AND time_of_day = \(time)::time"
+            "SELECT * FROM caregiver_push.find_schedule_time(\(id)::text, \(time)::time)"
     }
 
     /// The statement that reads the patient's active, scheduled (non-PRN) medications on `date` with their schedule
     /// times, for ``scheduledDoses(_:)``, ordered by medication and time so that concurrent recorders insert in the
     /// same order.
     static func scheduledDosesQuery(patientID: AppID, on date: LocalDate) -> PostgresQuery {
-        """
-        SELECT m.id, (extract(hour FROM t.time_of_day) * 60 + extract(minute FROM t.time_of_day))::int
-        FROM caregiver_push.medications m
-        JOIN caregiver_push.medication_schedule_times t ON t.medication_id = m.id
-        WHERE m.patient_id = \(patientID) AND m.archived_at IS NULL AND NOT m.is_prn
-          AND m.start_date <= \(date.text)::date AND (m.end_date IS NULL OR m.end_date >= \(date.text)::date)
-        ORDER BY m.id, t.time_of_day
-        """
+        "SELECT * FROM caregiver_push.find_scheduled_doses(\(patientID)::text, \(date.text)::date)"
     }
 
     /// The doses ``scheduledDosesQuery(patientID:on:)`` read, with their schedule times as minutes of the day.

@@ -150,14 +150,10 @@ public struct PrnRecord: Endpoint {
 
     /// The statement that reads the record an earlier request with one of these keys created, with its
     /// fingerprint (the latest, when two windows' keys both found one).
-    /// The keys are bound untyped, as the insert binds its key: the column is a uuid here and text in an app's
-    /// table (docs/behaviour.md#data-contract).
+    /// The keys are sent as text and compared as the column's type inside `caregiver_push.find_prn_record`
+    /// (migration 000021): the column is a uuid here and text in an app's table (docs/behaviour.md#data-contract).
     private static func recordedQuery(keys: [UUID], patientID: AppID) -> PostgresQuery {
-        """
-        SELECT id, medication_id, taken_at, quantity, request_fingerprint FROM caregiver_push.prn_dose_records
-        WHERE patient_id = \(patientID) AND idempotency_key IN (\(keys.first), \(keys.last))
-        ORDER BY taken_at DESC, id LIMIT 1
-        """
+        "SELECT * FROM caregiver_push.find_prn_record(\(patientID)::text, \(keys.first)::text, \(keys.last)::text)"
     }
 
     /// What "the same request" means for a key: the fields as sent (an omitted takenAt matches an omitted one).
