@@ -102,6 +102,7 @@ struct DataAPIExposureTests {
         try Self.truncateRefused(owner)
         try Self.registerRefusesAPIRoles(cluster, owner, caregiver: caregiver)
         try Self.queueFunctionsRefuseAPIRoles(owner)
+        try Self.readFunctionsReadNothingForAPIRoles(owner)
         // The next migrator run takes back every role's defaults in the schema, the other role's included.
         #expect(try Self.outsidersDefaults(owner) > 0)
         try Migrator(directory: TestDatabase.migrationsDirectory).migrate(owner, logger: Logger(label: "tests"))
@@ -174,6 +175,45 @@ struct DataAPIExposureTests {
                 #expect(refusal?.sqlState?.rawValue == "42501", "\(String(describing: refusal))")
                 #expect(refusal?.serverMessage?.contains("is for the role caregiver_push_runtime") == true)
             }
+        }
+    }
+
+    /// Exposed by mistake, the recording's reads (migration 000021) may be executed by the API roles too: they run
+    /// with the caller's rights and row security, which admits the API roles to no row, so through them an API role
+    /// reads nothing of what the owner reads through them.
+    static func readFunctionsReadNothingForAPIRoles(_ owner: PostgresConnection) throws {
+        let session = try #require(
+            try owner.query("SELECT token_hash FROM caregiver_push.patient_sessions LIMIT 1").single
+        ).decode(PostgresBytes.self, at: 0)
+        let (medication, patient) = try #require(
+            try owner.query(
+                """
+                SELECT m.id::text, m.patient_id::text FROM caregiver_push.medications m
+                WHERE NOT m.is_prn AND EXISTS (SELECT 1 FROM caregiver_push.medication_schedule_times t
+                                               WHERE t.medication_id = m.id AND t.time_of_day = '08:00')
+                LIMIT 1
+                """
+            ).single
+        ).decode((String, String).self)
+        let (prnPatient, key) = try #require(
+            try owner.query(
+                "SELECT patient_id::text, idempotency_key::text FROM caregiver_push.prn_dose_records LIMIT 1"
+            ).single
+        ).decode((String, String).self)
+        let calls: [PostgresQuery] = [
+            "SELECT count(*) FROM caregiver_push.find_patient_session(\(session), \(Date()))",
+            "SELECT count(*) FROM caregiver_push.find_medication(\(medication), \(patient))",
+            "SELECT count(*) FROM caregiver_push.find_schedule_time(\(medication), '08:00'::time)",
+            "SELECT count(*) FROM caregiver_push.find_scheduled_doses(\(patient), current_date)",
+            "SELECT count(*) FROM caregiver_push.find_prn_record(\(prnPatient), \(key), \(key))",
+        ]
+        func counts() throws -> [Int] { try calls.map { try owner.query($0)[0].decode(Int.self, at: 0) } }
+        #expect(try counts() == [1, 1, 1, 1, 1])
+        for role in ["anon", "authenticated"] {
+            try owner.query("BEGIN")
+            defer { _ = try? owner.query("ROLLBACK") }
+            try owner.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(role)"))
+            #expect(try counts() == [0, 0, 0, 0, 0], "\(role)")
         }
     }
 
