@@ -77,7 +77,9 @@ struct AppMapping {
         integer, integer, uuid, double precision)
         """,
         "find_patient_session(bytea, text)",
+        "find_active_link(text, text)",
         "find_medication(text, text)",
+        "find_dose_record(text, text, text)",
         "find_schedule_time(text, time)",
         "find_scheduled_doses(text, date)",
         "find_prn_record(text, text, text)",

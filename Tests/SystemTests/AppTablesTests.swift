@@ -381,7 +381,9 @@ struct AppTablesTests {
                 )[0].decode(Int.self, at: 0)
             }
             // The recording's reads (migration 000021), each compiled too: ids that are UUIDs, found nowhere.
-            func reads(session: [UInt8], patient: String, medication: String, keys: (String, String)) throws -> [Int] {
+            func reads(
+                session: [UInt8], caregiver: String, patient: String, medication: String, keys: (String, String)
+            ) throws -> [Int] {
                 try [
                     runtime.query(
                         """
@@ -394,18 +396,25 @@ struct AppTablesTests {
                         "SELECT count(*) FROM caregiver_push.find_scheduled_doses(\(patient), '2026-11-28'::date)"),
                     runtime.query(
                         "SELECT count(*) FROM caregiver_push.find_prn_record(\(patient), \(keys.0), \(keys.1))"),
+                    runtime.query("SELECT count(*) FROM caregiver_push.find_active_link(\(caregiver), \(patient))"),
+                    runtime.query(
+                        """
+                        SELECT count(*) FROM caregiver_push.find_dose_record(
+                            \(patient), \(medication), '2026-11-28T08:00:00Z')
+                        """),
                 ].map { try $0[0].decode(Int.self, at: 0) }
             }
             let before = UUID().uuidString.lowercased()
             #expect(try enqueue(kind: "dose", record: before, patient: before, key: "before") == 0)
             #expect(
                 try reads(
-                    session: Array(repeating: 0, count: 32), patient: before, medication: before,
-                    keys: (before, before)) == [0, 0, 0, 0, 0])
+                    session: Array(repeating: 0, count: 32), caregiver: before, patient: before, medication: before,
+                    keys: (before, before)) == [0, 0, 0, 0, 0, 0, 0])
             // The app's ids are text; the same session then queues an event for one of its patients, and reads its
             // session, medications and schedule with text ids (and idempotency keys) a uuid could not hold.
             try Self.migrate(owner, mapping: try Self.mapping)
-            let home = try Self.seed(owner, patient: "patient-123", caregiver: UUID())
+            let caregiver = UUID()
+            let home = try Self.seed(owner, patient: "patient-123", caregiver: caregiver)
             #expect(try enqueue(kind: nil, record: nil, patient: home.patient, key: "after") == 0)
             let session = try #require(PatientSessionToken(home.session))
             // The app's instants are timestamps without time zone, in UTC: a session expiring in an hour is live
@@ -413,8 +422,8 @@ struct AppTablesTests {
             try runtime.query("SET TimeZone = 'Asia/Tokyo'")
             #expect(
                 try reads(
-                    session: session.hash, patient: home.patient, medication: home.scheduled,
-                    keys: ("key-1", "key-2")) == [1, 1, 1, 3, 0])
+                    session: session.hash, caregiver: caregiver.uuidString.lowercased(), patient: home.patient,
+                    medication: home.scheduled, keys: ("key-1", "key-2")) == [1, 1, 1, 3, 0, 1, 0])
             #expect(
                 try owner.query("SELECT patient_id::text FROM caregiver_push.push_events WHERE event_key = 'after'")
                     .single?.decode(String.self, at: 0) == "patient-123")

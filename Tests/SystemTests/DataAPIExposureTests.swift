@@ -200,20 +200,36 @@ struct DataAPIExposureTests {
                 "SELECT patient_id::text, idempotency_key::text FROM caregiver_push.prn_dose_records LIMIT 1"
             ).single
         ).decode((String, String).self)
+        let (caregiver, linked) = try #require(
+            try owner.query(
+                "SELECT caregiver_id::text, patient_id::text FROM caregiver_push.caregiver_patient_links LIMIT 1"
+            ).single
+        ).decode((String, String).self)
+        let (dosePatient, doseMedication, scheduledAt) = try #require(
+            try owner.query(
+                """
+                SELECT patient_id::text, medication_id::text, scheduled_at FROM caregiver_push.dose_records LIMIT 1
+                """
+            ).single
+        ).decode((String, String, Date).self)
         let calls: [PostgresQuery] = [
             "SELECT count(*) FROM caregiver_push.find_patient_session(\(session), \(Date()))",
             "SELECT count(*) FROM caregiver_push.find_medication(\(medication), \(patient))",
             "SELECT count(*) FROM caregiver_push.find_schedule_time(\(medication), '08:00'::time)",
             "SELECT count(*) FROM caregiver_push.find_scheduled_doses(\(patient), current_date)",
             "SELECT count(*) FROM caregiver_push.find_prn_record(\(prnPatient), \(key), \(key))",
+            "SELECT count(*) FROM caregiver_push.find_active_link(\(caregiver), \(linked))",
+            """
+            SELECT count(*) FROM caregiver_push.find_dose_record(\(dosePatient), \(doseMedication), \(scheduledAt))
+            """,
         ]
         func counts() throws -> [Int] { try calls.map { try owner.query($0)[0].decode(Int.self, at: 0) } }
-        #expect(try counts() == [1, 1, 1, 1, 1])
+        #expect(try counts() == [1, 1, 1, 1, 1, 1, 1])
         for role in ["anon", "authenticated"] {
             try owner.query("BEGIN")
             defer { _ = try? owner.query("ROLLBACK") }
             try owner.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(role)"))
-            #expect(try counts() == [0, 0, 0, 0, 0], "\(role)")
+            #expect(try counts() == [0, 0, 0, 0, 0, 0, 0], "\(role)")
         }
     }
 

@@ -1,6 +1,7 @@
 -- The recording's reads as PL/pgSQL calls (docs/decisions.md "The recording's reads keep their plans"), as the
 -- queue's statements became in migrations 000017 and 000018: a patient's session (every request a patient's token
--- makes), a medication and whether a minute is one of its schedule times (dose-record, prn-record), a patient's
+-- makes), a caregiver's active link (every recording a caregiver makes), a medication and whether a minute is one of
+-- its schedule times (dose-record, prn-record), the dose recorded for a scheduled instant (dose-record), a patient's
 -- scheduled doses on a date (slot-bulk-record) and the PRN record an idempotency key made (prn-record). Sent as
 -- statements over a transaction pooler (no named prepared statement survives it), PostgreSQL parsed and planned each
 -- one again at every request, and for these look-ups by key planning cost several times what running them did.
@@ -45,6 +46,28 @@ BEGIN
 END
 $session$;
 
+-- A row (1) when the caregiver's link to the patient is active; none otherwise. A slot's recording takes its
+-- advisory lock in the same statement, once per row this returns: never without the link.
+CREATE FUNCTION caregiver_push.find_active_link(caregiver text, patient text)
+RETURNS SETOF integer
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+AS $link$
+#variable_conflict use_column
+DECLARE
+    caregiver_key caregiver_push.caregiver_patient_links.caregiver_id%TYPE := caregiver;
+    patient_key caregiver_push.caregiver_patient_links.patient_id%TYPE := patient;
+BEGIN
+    RETURN QUERY
+    SELECT 1 FROM caregiver_push.caregiver_patient_links l
+    WHERE l.caregiver_id = caregiver_key AND l.patient_id = patient_key AND l.revoked_at IS NULL;
+END
+$link$;
+
 CREATE FUNCTION caregiver_push.find_medication(medication text, patient text)
 RETURNS TABLE (medication_is_prn boolean, medication_start_date text, medication_end_date text,
                medication_archived boolean)
@@ -86,6 +109,29 @@ BEGIN
     WHERE t.medication_id = wanted AND t.time_of_day = at_time;
 END
 $schedule_time$;
+
+-- The dose recorded for the patient's medication at scheduled_at (an instant as the functions send it, read as the
+-- mapped column's type): this request's insert, or the one recorded before it.
+CREATE FUNCTION caregiver_push.find_dose_record(patient text, medication text, scheduled_at text)
+RETURNS TABLE (record_id text, record_taken_at text, record_group_id text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+AS $dose$
+#variable_conflict use_column
+DECLARE
+    patient_key caregiver_push.dose_records.patient_id%TYPE := patient;
+    medication_key caregiver_push.dose_records.medication_id%TYPE := medication;
+    scheduled caregiver_push.dose_records.scheduled_at%TYPE := scheduled_at;
+BEGIN
+    RETURN QUERY
+    SELECT r.id::text, r.taken_at::text, r.recording_group_id::text FROM caregiver_push.dose_records r
+    WHERE r.patient_id = patient_key AND r.medication_id = medication_key AND r.scheduled_at = scheduled;
+END
+$dose$;
 
 -- The patient's active, scheduled (non-PRN) medications on on_date with their schedule times as minutes of the day,
 -- ordered by medication (in its own type's order) and time, so that concurrent recorders insert in the same order.
@@ -141,6 +187,10 @@ $prn$;
 
 REVOKE ALL ON FUNCTION caregiver_push.find_patient_session(bytea, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION caregiver_push.find_patient_session(bytea, text) TO caregiver_push_runtime;
+REVOKE ALL ON FUNCTION caregiver_push.find_active_link(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION caregiver_push.find_active_link(text, text) TO caregiver_push_runtime;
+REVOKE ALL ON FUNCTION caregiver_push.find_dose_record(text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION caregiver_push.find_dose_record(text, text, text) TO caregiver_push_runtime;
 REVOKE ALL ON FUNCTION caregiver_push.find_medication(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION caregiver_push.find_medication(text, text) TO caregiver_push_runtime;
 REVOKE ALL ON FUNCTION caregiver_push.find_schedule_time(text, time) FROM PUBLIC;

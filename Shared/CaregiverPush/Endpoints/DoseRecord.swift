@@ -57,9 +57,8 @@ public struct DoseRecord: Endpoint {
                 """)
             let stored = writes.add(
                 """
-                SELECT id, taken_at, recording_group_id FROM caregiver_push.dose_records
-                WHERE patient_id = \(access.patientID) AND medication_id = \(medicationID)
-                  AND scheduled_at = \(scheduledAt)
+                SELECT * FROM caregiver_push.find_dose_record(
+                    \(access.patientID)::text, \(medicationID)::text, \(scheduledAt)::text)
                 """)
             let owed = transaction.enqueuePush(event, in: &writes, ifRecorded: .dose(recordID))
             let written = try transaction.run(writes)

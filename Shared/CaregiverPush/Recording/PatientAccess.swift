@@ -40,10 +40,7 @@ public struct PatientAccess: Sendable, Equatable {
     /// ``checkLink(_:)`` before anything else read with it is used.
     var linkQuery: PostgresQuery? {
         guard role == .caregiver else { return nil }
-        return """
-            SELECT 1 FROM caregiver_push.caregiver_patient_links
-            WHERE caregiver_id = \(actingCaregiverID) AND patient_id = \(patientID) AND revoked_at IS NULL
-            """
+        return "SELECT * FROM caregiver_push.find_active_link(\(actingCaregiverID)::text, \(patientID)::text)"
     }
 
     /// A statement that takes the transaction-scoped advisory lock (`namespace`, `hashtext(key)`) only when the
@@ -52,8 +49,8 @@ public struct PatientAccess: Sendable, Equatable {
     func lockQuery(namespace: Int, key: String) -> PostgresQuery {
         guard role == .caregiver else { return "SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key)))" }
         return """
-            SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key))) FROM caregiver_push.caregiver_patient_links
-            WHERE caregiver_id = \(actingCaregiverID) AND patient_id = \(patientID) AND revoked_at IS NULL
+            SELECT pg_advisory_xact_lock(\(namespace), hashtext(\(key)))
+            FROM caregiver_push.find_active_link(\(actingCaregiverID)::text, \(patientID)::text)
             """
     }
 
