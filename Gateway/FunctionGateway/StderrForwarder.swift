@@ -16,9 +16,8 @@ struct StderrForwarder: Sendable {
         members["function"] = members["function"] ?? .string(function)
         if let requestID, members["requestId"] == nil { members["requestId"] = .string(requestID) }
         members["source"] = .string("function")
-        let encoder = JSONCoding.encoder()
-        guard let data = try? encoder.encode(JSONValue.object(members)) else { return }
-        Self.write(Array(data) + [UInt8(ascii: "\n")])
+        guard let bytes = JSONValue.object(members).serialized else { return }
+        Self.write(bytes + [UInt8(ascii: "\n")])
     }
 
     /// A function's own JSON line (what its log handler writes) with the gateway's members put in front, the

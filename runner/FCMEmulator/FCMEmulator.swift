@@ -348,10 +348,9 @@ public struct FCMEmulator: Sendable {
     }
 
     static func json(_ status: Int, _ value: JSONValue) -> Response {
-        let encoder = JSONCoding.encoder()
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        let bytes = value.serialized ?? Array("{}".utf8)
         return Response(
             status: .init(code: status), headers: [.contentType: "application/json; charset=UTF-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 }

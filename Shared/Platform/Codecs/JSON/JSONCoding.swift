@@ -12,9 +12,11 @@ public enum JSONCoding {
         return encoder
     }
 
-    /// `value` as JSON bytes, or `nil` when it cannot be encoded.
+    /// `value` as JSON bytes, or `nil` when it cannot be encoded. A ``JSONSerializable`` value is written directly,
+    /// the same bytes without the encoder.
     public static func encode(_ value: some Encodable) -> [UInt8]? {
-        (try? encoder().encode(value)).map(Array.init)
+        if let value = value as? any JSONSerializable { return value.jsonValue.serialized }
+        return (try? encoder().encode(value)).map(Array.init)
     }
 
     /// `value` as JSON text, or `fallback` when it cannot be encoded.
