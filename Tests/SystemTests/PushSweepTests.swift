@@ -95,14 +95,28 @@ struct PushSweepTests {
         // 429 with Retry-After: 1 — not due before a second has passed.
         #expect((owed.first { $0.token == quota }?.dueIn ?? 0) > 0.8)
         #expect(EMF.lines(in: run.stderr).first?.values["PushRetryScheduled"] == 2)
-        // Not due yet: a sweep now leaves them alone.
+        // Not due yet: a sweep now leaves them alone. The first back-off (250–500 ms) can run out while a loaded
+        // machine starts the sweep, so both due times are held an hour away for that sweep, then given back.
+        try Self.shiftDueTimes(of: home, by: "1 hour")
         #expect(try DurablePushTests.sweep(fake, database).summary?["leased"] == .number(0))
+        try Self.shiftDueTimes(of: home, by: "-1 hour")
         #expect(try eventually { try DurablePushTests.deliveries(home).allSatisfy { $0.dueIn < 0 } })
         let (summary, _) = try DurablePushTests.sweep(fake, database)
         #expect(summary?["sent"] == .number(2))
         let done = try DurablePushTests.deliveries(home)
         #expect(done.allSatisfy { $0.status == "SENT" && $0.attempts == 2 && $0.lastError == nil })
         #expect(try fake.messages(to: [unavailable, quota]).count == 2)
+    }
+
+    /// Moves the due time of every delivery owed for the home's patient by `interval` (an SQL interval).
+    static func shiftDueTimes(of home: DurablePushTests.Home, by interval: String) throws {
+        try home.database.with { connection in
+            try connection.query(
+                """
+                UPDATE push_deliveries p SET next_attempt_at = p.next_attempt_at + \(interval)::interval
+                FROM push_events e WHERE e.event_key = p.event_key AND e.patient_id = \(home.patient)
+                """)
+        }
     }
 
     @Test("an event older than PUSH_MAX_AGE_SECONDS is never sent: EXPIRED")
