@@ -156,19 +156,19 @@ struct StrictJSONParser {
 
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
+        var text = ""
         var runStart = index
         while true {
             guard index < bytes.count else { throw fail(.unexpectedEnd) }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                try appendRun(from: runStart, to: index, into: &scalars)
+                text += try run(from: runStart, to: index)
                 index += 1
-                return String(scalars)
+                return text
             }
             if byte == UInt8(ascii: "\\") {
-                try appendRun(from: runStart, to: index, into: &scalars)
-                scalars.append(try parseEscape())
+                text += try run(from: runStart, to: index)
+                text.unicodeScalars.append(try parseEscape())
                 runStart = index
                 continue
             }
@@ -177,20 +177,15 @@ struct StrictJSONParser {
         }
     }
 
-    /// Validates a run of raw (unescaped) bytes as UTF-8 and appends it.
-    private func appendRun(
-        from start: Int, to end: Int, into scalars: inout String.UnicodeScalarView
-    ) throws(JSONParseError) {
-        guard start < end else { return }
-        var iterator = bytes[start..<end].makeIterator()
-        var decoder = UTF8()
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar): scalars.append(scalar)
-            case .emptyInput: return
-            case .error: throw JSONParseError(reason: .invalidUTF8, offset: start)
-            }
+    /// A run of raw (unescaped) bytes, validated as UTF-8 as a whole: the standard library's validation rejects what
+    /// a scalar-by-scalar `UTF8` decoding does (overlong forms, surrogates, values past U+10FFFF, truncated
+    /// sequences), and copies the run once.
+    private func run(from start: Int, to end: Int) throws(JSONParseError) -> String {
+        guard start < end else { return "" }
+        guard let text = String(validating: bytes[start..<end], as: UTF8.self) else {
+            throw JSONParseError(reason: .invalidUTF8, offset: start)
         }
+        return text
     }
 
     private mutating func parseEscape() throws(JSONParseError) -> Unicode.Scalar {
