@@ -10,6 +10,50 @@ public enum Timestamp {
         let fraction = micros - seconds * 1_000_000
         let (day, secondOfDay) = (seconds.floorDiv(86_400), seconds.floorMod(86_400))
         let (year, month, dayOfMonth) = civil(fromDays: day)
+        guard (0...9999).contains(year) else { return textByParts(date) }
+        // Written as bytes: every line a function logs carries one, and building it from formatted parts cost more
+        // than the rest of the line.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        func digits(_ value: Int64, _ width: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8((value / divisor) % 10))
+                divisor /= 10
+            }
+        }
+        digits(year, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(dayOfMonth, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(secondOfDay / 60 % 60, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2)
+        if fraction != 0 {
+            bytes.append(UInt8(ascii: "."))
+            digits(fraction, 6)
+            var kept = 6
+            while kept > 3, bytes.last == UInt8(ascii: "0") {
+                bytes.removeLast()
+                kept -= 1
+            }
+        }
+        bytes.append(UInt8(ascii: "Z"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// ``rfc3339UTC(_:)`` made from formatted parts: the years outside 0000–9999, which four digits do not hold.
+    static func textByParts(_ date: Date) -> String {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let seconds = micros.floorDiv(1_000_000)
+        let fraction = micros - seconds * 1_000_000
+        let (day, secondOfDay) = (seconds.floorDiv(86_400), seconds.floorMod(86_400))
+        let (year, month, dayOfMonth) = civil(fromDays: day)
         var text = dateText(year: year, month: month, day: dayOfMonth) + "T"
         text += "\(hourMinuteText(minuteOfDay: secondOfDay / 60)):\(pad(secondOfDay % 60, 2))"
         if fraction != 0 {

@@ -14,6 +14,30 @@ struct TimestampTests {
         #expect(abs(fraction.timeIntervalSince(expected) - 1800.25) < 0.000_001)
     }
 
+    @Test("written as bytes, an instant reads as it does made from formatted parts", arguments: 0..<5 as Range<UInt64>)
+    func bytesMatchParts(seed: UInt64) throws {
+        var random = SeededGenerator(state: seed)
+        // Year 0000 to 9999, to the microsecond, and a whole second, a millisecond or a round fraction in a share of
+        // them (the fraction's trailing zeros are kept down to three digits).
+        let first = -62_167_219_200.0  // 0000-01-01T00:00:00Z
+        let last = 253_402_300_799.0  // 9999-12-31T23:59:59Z
+        for index in 0..<2000 {
+            var seconds = Double(Int64.random(in: Int64(first)...Int64(last), using: &random))
+            switch index % 4 {
+            case 0: break
+            case 1: seconds += Double(Int.random(in: 0..<1000, using: &random)) / 1000
+            case 2: seconds += Double(Int.random(in: 0..<100, using: &random)) / 100
+            default: seconds += Double(Int.random(in: 0..<1_000_000, using: &random)) / 1_000_000
+            }
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(Timestamp.rfc3339UTC(date) == Timestamp.textByParts(date), "at \(seconds)")
+        }
+        #expect(Timestamp.rfc3339UTC(Date(timeIntervalSince1970: first)) == "0000-01-01T00:00:00Z")
+        #expect(Timestamp.rfc3339UTC(Date(timeIntervalSince1970: last + 0.5)) == "9999-12-31T23:59:59.500Z")
+        #expect(
+            Timestamp.rfc3339UTC(Date(timeIntervalSince1970: 1_770_764_400.123456)) == "2026-02-10T23:00:00.123456Z")
+    }
+
     @Test(
         "rejects dates without an offset or out of range",
         arguments: [
