@@ -100,21 +100,10 @@ extension JSONLogHandler {
 
 /// Minimal JSON text building for log lines, where field order matters to a human reader.
 enum JSONText {
+    /// `string` as a JSON string, written as ``JSONValue`` writes one: a string with nothing to escape is copied
+    /// whole rather than scalar by scalar.
     static func quote(_ string: String) -> String {
-        var out = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out += "\\u" + String(scalar.value, radix: 16).leftPadded(to: 4)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        String(decoding: JSONValue.string(string).serialized ?? [], as: UTF8.self)
     }
 
     static func encode(_ value: Logger.Metadata.Value) -> String {
