@@ -26,45 +26,45 @@ public enum FCMErrorScenario {
 
     /// The error to answer for this attempt, or `nil` for success.
     public static func answer(deviceToken token: String, attempt: Int) -> Answer? {
-        if token.contains("UNREGISTERED") {
+        if token.hasMarker("UNREGISTERED") {
             return fcmError(404, "NOT_FOUND", "Requested entity was not found.", code: "UNREGISTERED")
         }
-        if token.contains("SENDER_ID_MISMATCH") {
+        if token.hasMarker("SENDER_ID_MISMATCH") {
             return fcmError(403, "PERMISSION_DENIED", "SenderId mismatch", code: "SENDER_ID_MISMATCH")
         }
-        if token.contains("INVALID_TOKEN") {
+        if token.hasMarker("INVALID_TOKEN") {
             return fcmError(
                 400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
                 code: "INVALID_ARGUMENT",
                 extra: [badRequest(field: "message.token", description: "Invalid registration token")])
         }
-        if token.contains("INVALID_PAYLOAD") {
+        if token.hasMarker("INVALID_PAYLOAD") {
             return invalidPayload(field: "message.apns.payload", description: "Invalid APNs payload")
         }
-        if token.contains("THIRD_PARTY_AUTH") {
+        if token.hasMarker("THIRD_PARTY_AUTH") {
             return fcmError(
                 401, "UNAUTHENTICATED",
                 "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie "
                     + "or other valid authentication credential.",
                 code: "THIRD_PARTY_AUTH_ERROR")
         }
-        if token.contains("QUOTA_ONCE"), attempt == 1 {
+        if token.hasMarker("QUOTA_ONCE"), attempt == 1 {
             return fcmError(
                 429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Send messages'.", code: "QUOTA_EXCEEDED",
                 headers: ["retry-after": "1"])
         }
-        if token.contains("QUOTA_PAUSE2"), attempt == 1 {
+        if token.hasMarker("QUOTA_PAUSE2"), attempt == 1 {
             return fcmError(
                 429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Send messages'.", code: "QUOTA_EXCEEDED",
                 headers: ["retry-after": "2"])
         }
-        if token.contains("UNAVAILABLE_ALWAYS") || (token.contains("UNAVAILABLE_ONCE") && attempt == 1) {
+        if token.hasMarker("UNAVAILABLE_ALWAYS") || (token.hasMarker("UNAVAILABLE_ONCE") && attempt == 1) {
             return unavailable()
         }
-        if token.contains("INTERNAL_ONCE"), attempt == 1 {
+        if token.hasMarker("INTERNAL_ONCE"), attempt == 1 {
             return fcmError(500, "INTERNAL", "Internal error encountered.", code: "INTERNAL")
         }
-        if token.contains("UNAUTHENTICATED_ONCE"), attempt == 1 {
+        if token.hasMarker("UNAUTHENTICATED_ONCE"), attempt == 1 {
             return unauthenticated()
         }
         return nil
@@ -124,4 +124,10 @@ public enum FCMErrorScenario {
             "fieldViolations": .array([.object(["field": .string(field), "description": .string(description)])]),
         ])
     }
+}
+
+extension String {
+    /// Whether `marker` occurs in the token, compared byte for byte: Foundation's `contains`, which the module's
+    /// imports would otherwise pick, searches through `NSString` and was a tenth of the stand-in's CPU under load.
+    fileprivate func hasMarker(_ marker: String) -> Bool { utf8.firstRange(of: marker.utf8) != nil }
 }
