@@ -228,14 +228,19 @@ extension APIGatewayV2Response {
         return APIGatewayV2Response(statusCode: problem.status, headers: headers, body: JSONCoding.string(problem))
     }
 
-    /// A JSON response.
+    /// A JSON response: a ``JSONSerializable`` body written directly, any other through the encoder.
     /// - Throws: when `body` cannot be encoded.
     public static func json(status: Int, body: any Encodable, requestID: String) throws -> APIGatewayV2Response {
-        let data = try JSONCoding.encoder().encode(body)
+        let bytes: [UInt8]
+        if let direct = body as? any JSONSerializable, let written = direct.jsonValue.serialized {
+            bytes = written
+        } else {
+            bytes = Array(try JSONCoding.encoder().encode(body))
+        }
         return APIGatewayV2Response(
             statusCode: status,
             headers: ["content-type": "application/json", "x-request-id": requestID, "cache-control": "no-store"],
-            body: String(decoding: data, as: UTF8.self))
+            body: String(decoding: bytes, as: UTF8.self))
     }
 }
 
