@@ -44,6 +44,30 @@ struct RecordingPushTests {
         #expect(try fake.requests().count == 2)
     }
 
+    /// The info lines of a run: its stderr without the EMF metrics line.
+    static func infoLines(_ run: Executables.Run) throws -> [JSONValue] {
+        try run.stderr.split(separator: "\n").filter { !EMF.isEMF($0) }.map { try JSONValue.parse(String($0)) }
+            .filter { $0["level"] == .string("info") }
+    }
+
+    @Test("a recording writes one info line as it answers: what it did, its record and the status")
+    func oneLinePerRecording() throws {
+        let fake = try FCMFake()
+        let household = try RecordingHousehold.make()
+        let values = household.values()
+        let first = try Self.run("dose-record", fixture: "dose-record/patient.json", values, fake: fake)
+        let again = try Self.run("dose-record", fixture: "dose-record/patient.json", values, fake: fake)
+        for (run, updated) in [(first, 1), (again, 0)] {
+            // The sender's own line when a process mints FCM's access token (once per token) is not the answer's.
+            let lines = try Self.infoLines(run).filter { $0["msg"] != .string("fcm access token minted") }
+            #expect(lines.count == 1, "\(lines)")
+            #expect(lines.first?["msg"] == .string("dose recorded"))
+            #expect(lines.first?["http.status"] == .number(200))
+            #expect(lines.first?["dose.updated"] == .number(Double(updated)))
+            #expect(lines.first?["dose.record"] == run.body?["record"]?["id"])
+        }
+    }
+
     @Test("a slot of three medications: one push per device carrying the group id; a repeat sends nothing")
     func bulkSlot() throws {
         let fake = try FCMFake()

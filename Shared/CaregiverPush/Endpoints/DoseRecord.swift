@@ -76,9 +76,8 @@ public struct DoseRecord: Endpoint {
         // Respond, then send the push the recording owes (none for a repeat): the caller never waits for FCM.
         return try writer.respond(recorded) { record, recordedNow in
             let updatedCount = recordedNow ? 1 : 0
-            context.logger.info(
-                "dose recorded",
-                metadata: ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
+            writer.note(
+                "dose recorded", ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
             return RecordResponse(record: record, updatedCount: updatedCount)
         }
     }

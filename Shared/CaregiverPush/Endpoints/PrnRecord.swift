@@ -107,11 +107,15 @@ public struct PrnRecord: Endpoint {
                 return .unchanged(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
             }
             let record = try Self.body(inserted, patientID: access.patientID)
-            context.logger.info("prn dose recorded", metadata: ["dose.record": .string(record.record.id)])
             return .recorded(RecordResponse(record: record.record, updatedCount: 1), owing: owed)
         }
         // Respond, then send the push the dose owes (none for a repeat of its key).
-        return try writer.respond(recorded) { response, _ in response }
+        return try writer.respond(recorded) { response, recordedNow in
+            writer.note(
+                "prn dose recorded",
+                ["dose.record": .string(response.record.id), "dose.updated": .stringConvertible(recordedNow ? 1 : 0)])
+            return response
+        }
     }
 
     /// A body (and `Idempotency-Key`) that passed validation.

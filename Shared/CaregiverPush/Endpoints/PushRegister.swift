@@ -45,9 +45,9 @@ public struct PushRegister: Endpoint {
         if try Self.isStatusOnly(body) {
             let status = try PushDeviceRegistry(connection: context.database.connection())
                 .status(token: registration.token, caregiverID: caregiverID)
-            context.logger.info(
+            writer.note(
                 "push device status read",
-                metadata: [
+                [
                     "push.token_hash": .string(SHA256.hexPrefix(of: registration.token)),
                     "push.found": .stringConvertible(status != nil),
                 ])
@@ -56,9 +56,9 @@ public struct PushRegister: Endpoint {
         let result = try PushDeviceRegistry(connection: context.database.connection())
             .register(
                 registration, caregiverID: caregiverID, deviceCap: context.configuration.pushMaxDevicesPerCaregiver)
-        context.logger.info(
+        writer.note(
             "push device registered",
-            metadata: [
+            [
                 "push.device": .string(result.deviceID.uuidString.lowercased()),
                 "push.token_hash": .string(SHA256.hexPrefix(of: registration.token)),
                 "push.environment": .string(registration.environment.rawValue),

@@ -21,9 +21,9 @@ public struct PushUnregister: Endpoint {
         let token = try Self.validate(RequestBody(request))
         let disabled = try PushDeviceRegistry(connection: context.database.connection())
             .unregister(token: token, caregiverID: caregiverID)
-        context.logger.info(
+        writer.note(
             "push device unregistered",
-            metadata: [
+            [
                 "push.token_hash": .string(SHA256.hexPrefix(of: token)), "push.disabled": .stringConvertible(disabled),
             ])
         return try writer.respond(OKBody())

@@ -79,7 +79,7 @@ public struct SlotBulkRecord: Endpoint {
         }
         // Respond, then send the push the group owes (none when nothing was recorded).
         return try writer.respond(recorded) { records, _ in
-            context.logger.info("slot recorded", metadata: ["dose.updated": .stringConvertible(records.count)])
+            writer.note("slot recorded", ["dose.updated": .stringConvertible(records.count)])
             return SlotRecordResponse(
                 recordingGroupId: records.isEmpty ? nil : groupID.text, updatedCount: records.count,
                 records: records)

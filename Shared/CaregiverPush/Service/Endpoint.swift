@@ -108,6 +108,8 @@ public struct Responded: Sendable {
 public final class EndpointWriter<Response: Encodable & Sendable> {
     private let host: ResponseWriter<APIGatewayV2Response>
     private let context: InvocationContext
+    /// What the answer's log line says, when the endpoint said more than that it answered (``note(_:_:)``).
+    private var outcome: (message: Logger.Message, metadata: Logger.Metadata) = ("request handled", [:])
 
     init(host: ResponseWriter<APIGatewayV2Response>, context: InvocationContext) {
         self.host = host
@@ -117,11 +119,19 @@ public final class EndpointWriter<Response: Encodable & Sendable> {
     /// Whether the endpoint has answered (delivered or not).
     var hasResponded: Bool { host.hasResponded }
 
+    /// What the answer's one log line says instead of "request handled": what the endpoint did, and its details.
+    /// A request writes one line, not one for what it did and another for its answer (each line is written, read by
+    /// the host, forwarded and, on AWS, ingested and billed).
+    public func note(_ message: Logger.Message, _ metadata: Logger.Metadata) {
+        outcome = (message, metadata)
+    }
+
     /// Answers 200 with `body`; the caller has it when this returns.
     /// - Throws: ``ResponseNotDelivered`` when the host could not deliver it (logged by the host).
     public func respond(_ body: Response) throws -> Responded {
         let response = try APIGatewayV2Response.json(status: 200, body: body, requestID: context.requestID)
-        context.logger.info("request handled", metadata: ["http.status": .stringConvertible(200)])
+        context.logger.info(
+            outcome.message, metadata: outcome.metadata.merging(["http.status": .stringConvertible(200)]) { $1 })
         try host.write(response)
         return Responded()
     }
