@@ -54,6 +54,25 @@ struct LambdaLoggingTests {
         #expect(lines.allSatisfy { !$0.hasPrefix("{") })
     }
 
+    @Test("a line stays one JSON object whatever its strings hold: each reads back as it was logged")
+    func awkwardStrings() throws {
+        let texts = ["plain", "q\"uo\\te", "line\nbreak\r\t", "\u{0}\u{1}\u{8}\u{C}\u{1F}", "é日😀\u{2028}", "a/b"]
+        for (index, text) in texts.enumerated() {
+            let label = texts[(index + 1) % texts.count]
+            for lambdaKeys in [false, true] {
+                let line = JSONLogHandler.line(
+                    level: .info, message: text, metadata: ["field": .string(text), text: .string("key")], label: label,
+                    lambdaKeys: lambdaKeys)
+                #expect(line.hasSuffix("}\n") && line.dropLast().allSatisfy { $0 != "\n" })
+                let object = try JSONValue.parse(String(line.dropLast()))
+                #expect(object["msg"] == .string(text))
+                #expect(object["field"] == .string(text))
+                #expect(object[text] == .string("key"))
+                #expect(object["function"] == .string(label))
+            }
+        }
+    }
+
     @Test("swift-log's warning is Lambda's warn, critical its fatal (a filter at WARN keeps warnings)")
     func levelNames() {
         let line = JSONLogHandler.line(level: .warning, message: "m", metadata: [:], label: "f", lambdaKeys: true)
