@@ -103,12 +103,13 @@ struct PushDispatchTests {
         ).report
     }
 
-    /// The row of the only delivery of `eventKey`: when it is next due, relative to the database's clock, in ms.
-    static func dueInMilliseconds(eventKey: String, in database: IsolatedDatabase) throws -> Int? {
+    /// The back-off the only delivery of `eventKey` was given, in ms: from its last outcome's recording (`updated_at`,
+    /// written by the same statement) to `next_attempt_at`, so that however late the test reads it.
+    static func backoffMilliseconds(eventKey: String, in database: IsolatedDatabase) throws -> Int? {
         try database.with { connection in
             try connection.query(
                 """
-                SELECT (extract(epoch FROM next_attempt_at - now()) * 1000)::bigint FROM push_deliveries
+                SELECT (extract(epoch FROM next_attempt_at - updated_at) * 1000)::bigint FROM push_deliveries
                 WHERE event_key = \(eventKey)
                 """
             ).single?.decode(Int.self, at: 0)
@@ -320,8 +321,8 @@ struct PushDispatchTests {
         let row = try #require(try Self.deliveries(eventKey: event.eventKey, in: database).first)
         #expect(row.status == "PENDING" && row.attempts == 1 && row.lastError?.contains("503 UNAVAILABLE") == true)
         // The first back-off: 0.5 s with equal jitter, so due between 0.25 s and 0.5 s after the answer.
-        let due = try #require(try Self.dueInMilliseconds(eventKey: event.eventKey, in: database))
-        #expect(due > 0 && due <= 500)
+        let due = try #require(try Self.backoffMilliseconds(eventKey: event.eventKey, in: database))
+        #expect(due >= 250 && due <= 500)
         // A sweep already running sends it when due: one delivered message, SENT after 2 attempts.
         #expect(Self.sweep(for: 4, fake: fake, in: database).sent == 1)
         #expect(try fake.messages(to: [token]).count == 1)
@@ -340,8 +341,8 @@ struct PushDispatchTests {
         let household = try Self.household(caregivers: [[token]], in: database)
         let event = Self.event(household)
         #expect(Self.dispatch(event, fake: fake, overrides: ["DATABASE_URL": database.runtimeURL]).retryScheduled == 1)
-        let due = try #require(try Self.dueInMilliseconds(eventKey: event.eventKey, in: database))
-        #expect(due > 500 && due <= 1000)
+        let due = try #require(try Self.backoffMilliseconds(eventKey: event.eventKey, in: database))
+        #expect(due == 1000)
         #expect(Self.sweep(for: 4, fake: fake, in: database).sent == 1)
         let times = try fake.requests().compactMap { $0["receivedAtMs"]?.numberValue }
         try #require(times.count == 2)

@@ -70,6 +70,9 @@ struct DurablePushTests {
         let lastError: String?
         /// Seconds from now until `next_attempt_at` (negative when due).
         let dueIn: Double
+        /// Seconds from the row's last outcome (`updated_at`, written in the same statement) to `next_attempt_at`:
+        /// the back-off it was given, whatever time the test took to read it.
+        let backoff: Double
         let leased: Bool
     }
 
@@ -78,7 +81,8 @@ struct DurablePushTests {
             try connection.query(
                 """
                 SELECT d.token, p.status, p.attempts, p.last_error,
-                       extract(epoch FROM p.next_attempt_at - now())::float8, p.lease_until IS NOT NULL
+                       extract(epoch FROM p.next_attempt_at - now())::float8, p.lease_until IS NOT NULL,
+                       extract(epoch FROM p.next_attempt_at - p.updated_at)::float8
                 FROM push_deliveries p
                 JOIN push_events e ON e.event_key = p.event_key
                 JOIN push_devices d ON d.id = p.push_device_id
@@ -88,7 +92,8 @@ struct DurablePushTests {
                 Delivery(
                     token: try row.decode(String.self, at: 0), status: try row.decode(String.self, at: 1),
                     attempts: try row.decode(Int.self, at: 2), lastError: try row.decode(String?.self, at: 3),
-                    dueIn: try row.decode(Double.self, at: 4), leased: try row.decode(Bool.self, at: 5))
+                    dueIn: try row.decode(Double.self, at: 4), backoff: try row.decode(Double.self, at: 6),
+                    leased: try row.decode(Bool.self, at: 5))
             }
         }
     }
