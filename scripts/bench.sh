@@ -16,7 +16,9 @@
 #                                                                     recordings/s), BENCH_LOAD_SECONDS (20 per rate),
 #                                                                     BENCH_LOAD_RETRY_AFTER_RATE (the rate run again
 #                                                                     with Retry-After: 1 on the stand-in's 503s, 100;
-#                                                                     0: not run), BENCH_LOAD_PG_PORT (its own cluster)
+#                                                                     0: not run), BENCH_LOAD_PG_PORT (its own cluster),
+#                                                                     BENCH_LOAD_NESTED=1 (the statements table counts
+#                                                                     those inside the PL/pgSQL calls too: a diagnosis)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -39,6 +39,10 @@ struct LoadBenchmark {
         /// Settings that replace the deployment's for this run (`BENCH_LOAD_SETTINGS=NAME=value,…`), for measuring a
         /// lever the deployment does not pull (`DATABASE_PREPARED_STATEMENTS=on`: a direct connection).
         var settings: [String: String] = [:]
+        /// `BENCH_LOAD_NESTED=1`: the statements table also counts the statements run inside the PL/pgSQL calls
+        /// (`pg_stat_statements.track = all`), to say where a call's time goes. A diagnosis, not a measurement:
+        /// tracking them costs PostgreSQL time of its own.
+        var nestedStatements = false
 
         init(environment: [String: String]) {
             if let rates = environment["BENCH_LOAD_RATES"] {
@@ -50,6 +54,7 @@ struct LoadBenchmark {
             }
             if let households = environment["BENCH_LOAD_HOUSEHOLDS"].flatMap(Int.init) { self.households = households }
             if let devices = environment["BENCH_LOAD_DEVICES"].flatMap(Int.init) { self.devices = devices }
+            nestedStatements = environment["BENCH_LOAD_NESTED"] == "1"
             for pair in (environment["BENCH_LOAD_SETTINGS"] ?? "").split(separator: ",") {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
                 if parts.count == 2 { settings[parts[0]] = parts[1] }
@@ -63,6 +68,11 @@ struct LoadBenchmark {
         let totalMilliseconds: Double
         let meanMilliseconds: Double
         let planMilliseconds: Double
+        /// How many times it was planned: a statement sent unnamed, at every call; one inside a PL/pgSQL call, once
+        /// per server session and after each invalidation.
+        let plans: Int
+        /// Sent by the functions, not run inside one of their PL/pgSQL calls (only `BENCH_LOAD_NESTED=1` counts those).
+        let topLevel: Bool
         let rows: Int
         let query: String
     }
@@ -275,6 +285,10 @@ struct LoadBenchmark {
         try Migrator(directory: URL(fileURLWithPath: "infra/migrations")).migrate(setup, logger: .init(label: "bench"))
         try setup.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(Migrator.runtimeRole) LOGIN"))
         try setup.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        try setup.query(
+            PostgresQuery(
+                unsafeSQL: "ALTER SYSTEM SET pg_stat_statements.track = '\(options.nestedStatements ? "all" : "top")'"))
+        try setup.query("SELECT pg_reload_conf()")
         let backend = try setup.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
         let postmaster = Self.parent(of: pid_t(backend))
 
@@ -632,17 +646,18 @@ struct LoadBenchmark {
                 unsafeSQL: """
                     SELECT s.calls::bigint, (s.total_exec_time + s.total_plan_time)::float8,
                            ((s.total_exec_time + s.total_plan_time) / greatest(s.calls, 1))::float8,
-                           s.total_plan_time::float8, s.rows::bigint, s.query
+                           s.total_plan_time::float8, s.plans::bigint, s.toplevel, s.rows::bigint, s.query
                     FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid
                     WHERE r.rolname = '\(Migrator.runtimeRole)'
-                    ORDER BY s.total_exec_time + s.total_plan_time DESC LIMIT 10
+                    ORDER BY s.total_exec_time + s.total_plan_time DESC LIMIT \(options.nestedStatements ? 20 : 10)
                     """)
         ).map { row in
             Statement(
                 calls: try row.decode(Int.self, at: 0), totalMilliseconds: try row.decode(Double.self, at: 1),
                 meanMilliseconds: try row.decode(Double.self, at: 2),
-                planMilliseconds: try row.decode(Double.self, at: 3),
-                rows: try row.decode(Int.self, at: 4), query: try row.decode(String.self, at: 5))
+                planMilliseconds: try row.decode(Double.self, at: 3), plans: try row.decode(Int.self, at: 4),
+                topLevel: try row.decode(Bool.self, at: 5), rows: try row.decode(Int.self, at: 6),
+                query: try row.decode(String.self, at: 7))
         }
     }
 }

@@ -80,15 +80,15 @@ func loadSection(
                 **PostgreSQL's statements at %d rec/s%@** (`pg_stat_statements`, the functions' role, reset before the
                 run; total = execution + planning, ms):
 
-                | calls | total ms | mean ms | of which planning ms | rows | statement |
-                |---:|---:|---:|---:|---:|---|
+                | calls | total ms | mean ms | of which planning ms | plans | rows | statement |
+                |---:|---:|---:|---:|---:|---:|---|
 
                 """, run.targetRate, run.retryAfter ? " with Retry-After: 1" : "")
         for statement in run.statements {
             text += String(
-                format: "| %d | %.0f | %.3f | %.0f | %d | `%@` |\n", statement.calls, statement.totalMilliseconds,
-                statement.meanMilliseconds, statement.planMilliseconds, statement.rows,
-                statementText(statement.query))
+                format: "| %d | %.0f | %.3f | %.0f | %d | %d | %@`%@` |\n", statement.calls,
+                statement.totalMilliseconds, statement.meanMilliseconds, statement.planMilliseconds, statement.plans,
+                statement.rows, statement.topLevel ? "" : "inside a call: ", statementText(statement.query))
         }
     }
     text += String(format: "\nThe section took %.0f s.\n", seconds)
