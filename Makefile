@@ -1,5 +1,5 @@
 # The two commands of the README, and the helpers around them.
-.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-dev bench-startup bench-load release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz reading-path
+.PHONY: dev test test-unit test-db test-gateway test-system test-load soak bench bench-dev bench-startup bench-load profile-load release minroot image image-check build deps db-start db-stop migrate format lint clean fuzz reading-path
 
 DEV_PG_DIR  := .data/postgres
 DEV_PG_PORT ?= 25432
@@ -59,6 +59,11 @@ bench-startup:
 bench-load:
 	mkdir -p bench-out
 	BENCH_ONLY=load BENCH_OUTPUT=bench-out/load.md scripts/bench.sh
+
+## make profile-load: where a recording's CPU goes — the load section at 200 recordings/s under `perf record -a -g`,
+## summarised by process, library and layer into bench-out/profile.md (scripts/profile-load.sh RATE SECONDS; needs perf).
+profile-load:
+	scripts/profile-load.sh
 
 ## make fuzz: build the libFuzzer harnesses (Tests/Fuzz) with -sanitize=fuzzer,address into .build-fuzz and run each
 ## for FUZZ_SECONDS (default 60); non-zero exit and the artifact path when one finds a crash or a broken invariant.
