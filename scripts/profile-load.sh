@@ -42,6 +42,8 @@ sample_seconds=$((seconds > 20 ? seconds - 12 : seconds / 2))
     perf record -F 499 -a -g -o "$data" -- sleep "$sample_seconds" >/dev/null 2>"$out/profile-record.log"
 ) &
 sampler=$!
+# A load section that fails before its load generator starts must not leave the sampler waiting for it.
+trap 'kill "$sampler" 2>/dev/null || true' EXIT
 
 BENCH_ONLY=load BENCH_OUTPUT=$out/profile-load.md BENCH_REUSE_ZIPS=1 BENCH_LOAD_RATES=$rate \
     BENCH_LOAD_SECONDS=$seconds BENCH_LOAD_RETRY_AFTER_RATE=0 scripts/bench.sh
