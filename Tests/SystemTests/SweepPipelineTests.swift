@@ -15,17 +15,6 @@ struct SweepPipelineTests {
             .sorted()
     }
 
-    /// The most sends received within any `window` milliseconds.
-    static func mostWithin(_ window: Double, _ times: [Double]) -> Int {
-        var most = 0
-        var first = 0
-        for (last, time) in times.enumerated() {
-            while time - times[first] >= window { first += 1 }
-            most = max(most, last - first + 1)
-        }
-        return most
-    }
-
     /// Every delivery of the database SENT, each token received exactly once.
     static func sentExactlyOnce(_ fake: FCMFake, _ database: IsolatedDatabase, tokens: Set<String>) throws -> Bool {
         let received = try fake.messages(to: tokens).compactMap { $0["token"]?.stringValue }
@@ -54,7 +43,7 @@ struct SweepPipelineTests {
         #expect(try Self.sentExactlyOnce(fake, database, tokens: tokens))
     }
 
-    @Test("PUSH_SWEEP_SEND_RATE=20: never more than 20 sends (plus a burst of 2) start in any second; none lost")
+    @Test("PUSH_SWEEP_SEND_RATE=20: a backlog of 60 is paced across the 2.9 s that rate takes; none lost")
     func rateBound() throws {
         let fake = try FCMFake(tls: true)
         let database = try IsolatedDatabase()
@@ -65,8 +54,13 @@ struct SweepPipelineTests {
         #expect(summary?["sent"] == .number(60))
         let times = try Self.receivedTimes(fake, tokens: tokens)
         #expect(times.count == 60)
-        let most = Self.mostWithin(1000, times)
-        #expect(most <= 22 && most >= 10, "most sends within one second: \(most)")
+        // Where each send may start is SendPacerTests' (at chosen instants: two at once, then one every 50 ms, the
+        // 60th at 2.9 s); here, that the setting reaches the pacer. The stand-in sees arrivals, not starts: the first
+        // ones wait for the connection's handshake and a loaded machine bunches the rest, so a one-second window of
+        // arrivals can hold more than the pacer ever started in one. The whole backlog cannot arrive faster than
+        // the rate lets it start, whatever the bunching: unpaced (the default rate), it arrives within milliseconds.
+        let span = (times.last ?? 0) - (times.first ?? 0)
+        #expect(span >= 2000, "the 60 sends arrived across \(span) ms")
         #expect(try Self.sentExactlyOnce(fake, database, tokens: tokens))
     }
 
