@@ -16,47 +16,53 @@ import sys
 
 FUNCTIONS = ("dose-record", "slot-bulk-recor", "prn-record")
 
-# (group, layer, patterns): a sample counts for a layer when a pattern is in any frame's name — a Swift symbol's
-# demangled name up to its parameter list (`swift demangle`), any other symbol as it is.
-SOCKETS = ("tcp_sendmsg", "tcp_recvmsg", "unix_stream_sendmsg", "unix_stream_read")
-RETAIN_RELEASE = ("swift_retain", "swift_release", "swift_bridgeObjectRe")
-MALLOC = ("malloc", "_int_free", "cfree", "unlink_chunk")
-LAYERS = [
-    ("PostgreSQL", "parsing the statements sent", ("pg_parse_query",)),
-    ("PostgreSQL", "analysing them", ("parse_analyze_", "pg_analyze_and_rewrite")),
-    ("PostgreSQL", "planning them", ("pg_plan_queries",)),
-    ("PostgreSQL", "utility statements (BEGIN, SET LOCAL, COMMIT's own work)", ("standard_ProcessUtility",)),
-    ("PostgreSQL", "PL/pgSQL calls (all of their work)", ("plpgsql_call_handler",)),
-    ("PostgreSQL", "kept plans checked and locked (GetCachedPlan)", ("GetCachedPlan",)),
-    ("PostgreSQL", "executor start-up", ("standard_ExecutorStart",)),
-    ("PostgreSQL", "index entries written", ("ExecInsertIndexTuples",)),
-    ("PostgreSQL", "foreign-key checks", ("AfterTriggerEndQuery", "RI_FKey_check")),
-    ("PostgreSQL", "commit", ("CommitTransactionCommand",)),
-    ("PostgreSQL", "of which the WAL flush", ("XLogFlush",)),
-    ("PostgreSQL", "kernel: sockets", SOCKETS),
-    ("functions", "authentication", ("Authenticator.",)),
-    ("functions", "the recording's transaction", ("RecordingTransaction.",)),
-    ("functions", "the answer to the Runtime API", ("ResponseWriter.write",)),
-    ("functions", "the push sent after the answer (the sends and their outcomes)", ("PushDispatcher.",)),
-    ("functions", "PostgreSQL client (Libpq, libpq)", ("PostgresConnection.", "PipelinedTransaction.", "PQ")),
-    ("functions", "HTTP client (Curl, libcurl, nghttp2, TLS)", ("CurlClient.", "curl_", "nghttp2_", "SSL_")),
-    ("functions", "JSON (Codecs)", ("JSONValue.", "JSONCoding.", "StrictJSONParser.", "APIGatewayV2Request.")),
-    ("functions", "logging and metrics lines", ("JSONLogHandler.", "InvocationMetrics.line")),
-    ("functions", "Swift retain and release", RETAIN_RELEASE),
-    ("functions", "malloc and free", MALLOC),
-    ("functions", "kernel: sockets", SOCKETS),
-    ("functions", "kernel: poll", ("do_sys_poll",)),
-    ("gateway", "HTTP/1 decoding (NIO)", ("HTTPDecoder.",)),
-    ("gateway", "the event (EventBuilder)", ("EventBuilder.",)),
-    ("gateway", "JSON encoding", ("JSONCoding.encode",)),
-    ("gateway", "workers' stderr (supervise, forward)", ("StderrForwarder.", "FunctionProcess.supervise")),
-    ("gateway", "logging", ("JSONLogHandler.",)),
-    ("gateway", "Swift retain and release", RETAIN_RELEASE),
-    ("gateway", "malloc and free", MALLOC),
-    ("gateway", "kernel: sockets", SOCKETS),
-    ("gateway", "kernel: pipes (the workers' stdio)", ("pipe_write", "pipe_read")),
-    ("gateway", "kernel: epoll", ("do_epoll_wait",)),
+# Each group's layers, (layer, patterns): a sample counts for a layer when a pattern is in any frame's name — a
+# Swift symbol's demangled name up to its parameter list (`swift demangle`), any other symbol as it is.
+SOCKETS = ("kernel: sockets", ("tcp_sendmsg", "tcp_recvmsg", "unix_stream_sendmsg", "unix_stream_read"))
+# What both Swift processes, the functions and the gateway, are asked about.
+SWIFT_PROCESS = [
+    ("Swift retain and release", ("swift_retain", "swift_release", "swift_bridgeObjectRe")),
+    ("malloc and free", ("malloc", "_int_free", "cfree", "unlink_chunk")),
+    SOCKETS,
 ]
+LAYERS = {
+    "PostgreSQL": [
+        ("parsing the statements sent", ("pg_parse_query",)),
+        ("analysing them", ("parse_analyze_", "pg_analyze_and_rewrite")),
+        ("planning them", ("pg_plan_queries",)),
+        ("utility statements (BEGIN, SET LOCAL, COMMIT's own work)", ("standard_ProcessUtility",)),
+        ("PL/pgSQL calls (all of their work)", ("plpgsql_call_handler",)),
+        ("kept plans checked and locked (GetCachedPlan)", ("GetCachedPlan",)),
+        ("executor start-up", ("standard_ExecutorStart",)),
+        ("index entries written", ("ExecInsertIndexTuples",)),
+        ("foreign-key checks", ("AfterTriggerEndQuery", "RI_FKey_check")),
+        ("commit", ("CommitTransactionCommand",)),
+        ("of which the WAL flush", ("XLogFlush",)),
+        SOCKETS,
+    ],
+    "functions": [
+        ("authentication", ("Authenticator.",)),
+        ("the recording's transaction", ("RecordingTransaction.",)),
+        ("the answer to the Runtime API", ("ResponseWriter.write",)),
+        ("the push sent after the answer (the sends and their outcomes)", ("PushDispatcher.",)),
+        ("PostgreSQL client (Libpq, libpq)", ("PostgresConnection.", "PipelinedTransaction.", "PQ")),
+        ("HTTP client (Curl, libcurl, nghttp2, TLS)", ("CurlClient.", "curl_", "nghttp2_", "SSL_")),
+        ("JSON (Codecs)", ("JSONValue.", "JSONCoding.", "StrictJSONParser.", "APIGatewayV2Request.")),
+        ("logging and metrics lines", ("JSONLogHandler.", "InvocationMetrics.line")),
+        *SWIFT_PROCESS,
+        ("kernel: poll", ("do_sys_poll",)),
+    ],
+    "gateway": [
+        ("HTTP/1 decoding (NIO)", ("HTTPDecoder.",)),
+        ("the event (EventBuilder)", ("EventBuilder.",)),
+        ("JSON encoding", ("JSONCoding.encode",)),
+        ("workers' stderr (supervise, forward)", ("StderrForwarder.", "FunctionProcess.supervise")),
+        ("logging", ("JSONLogHandler.",)),
+        *SWIFT_PROCESS,
+        ("kernel: pipes (the workers' stdio)", ("pipe_write", "pipe_read")),
+        ("kernel: epoll", ("do_epoll_wait",)),
+    ],
+}
 
 STARTS = ("__libc_start_call_main", "start_thread", "_start", "clone3", "ret_from_fork")
 
@@ -166,8 +172,8 @@ def main():
         symbols = [names[symbol] for symbol, _ in frames]
         if any(symbol in STARTS for symbol in symbols):
             whole_stacks[group] += 1
-        for layer_group, layer, patterns in LAYERS:
-            if layer_group == group and any(p in s for s in symbols for p in patterns):
+        for layer, patterns in LAYERS.get(group, []):
+            if any(p in s for s in symbols for p in patterns):
                 layers[(group, layer)] += 1
 
     total = sum(by_group.values())
@@ -198,14 +204,13 @@ def main():
           "stop short):\n")
     print("| group | layer | share, % |")
     print("|---|---|---:|")
-    for group in ("PostgreSQL", "functions", "gateway"):
+    for group in LAYERS:
         count = by_group[group]
         if not count:
             continue
         print(f"| {group} | (stacks unwound to their thread's start) | {percent(whole_stacks[group], count)} |")
-        for layer_group, layer, _ in LAYERS:
-            if layer_group == group:
-                print(f"| {group} | {layer} | {percent(layers[(group, layer)], count)} |")
+        for layer, _ in LAYERS[group]:
+            print(f"| {group} | {layer} | {percent(layers[(group, layer)], count)} |")
 
 
 if __name__ == "__main__":
