@@ -6,6 +6,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestFixtures
 import TestSupport
 
 /// The push path (docs/behaviour.md#push) against a real database and the FCM emulator: who is sent what, retries,
@@ -91,8 +92,11 @@ struct PushDispatchTests {
 
     /// A sweep's sending step for `seconds`, staying (`PUSH_SWEEP_STAY=on`): what falls due meanwhile is sent.
     @discardableResult
-    static func sweep(for seconds: Double, fake: FCMFake, in isolated: IsolatedDatabase) -> DeliveryReport {
-        let configuration = fake.configuration(["PUSH_SWEEP_STAY": "on", "DATABASE_URL": isolated.runtimeURL])
+    static func sweep(
+        for seconds: Double, fake: FCMFake, in isolated: IsolatedDatabase, overrides: [String: String?] = [:]
+    ) -> DeliveryReport {
+        let configuration = fake.configuration(
+            ["PUSH_SWEEP_STAY": "on", "DATABASE_URL": isolated.runtimeURL].merging(overrides) { $1 })
         let database = DatabaseSession(configuration: configuration)
         defer { database.close() }
         let dispatcher = PushDispatcher(
@@ -331,6 +335,63 @@ struct PushDispatchTests {
         let times = try fake.requests().compactMap { $0["receivedAtMs"]?.numberValue }
         try #require(times.count == 2)
         #expect(times[1] - times[0] >= 240)
+    }
+
+    @Test("PUSH_FIRST_SEND=sweep: the recording queues, sends nothing; the staying sweep sends, a 503 in a later lease")
+    func firstSendBySweep() throws {
+        let fake = try FCMFake()
+        let database = try IsolatedDatabase()
+        let healthy = makeDeviceToken()
+        let flaky = makeDeviceToken() + "UNAVAILABLE_ONCE"
+        let (bearer, body): (String, [String: JSONValue]) = try database.with { connection in
+            let patient = try Seed.patient(connection)
+            let caregiver = UUID()
+            try Seed.link(connection, caregiver: caregiver, patient: patient)
+            for token in [healthy, flaky] {
+                try Seed.registerDevice(token, caregiver: caregiver, connection: connection)
+            }
+            let medication = try Seed.medication(connection, patient: patient, times: ["08:00"])
+            return (
+                try Seed.session(connection, patient: patient),
+                [
+                    "medicationId": .string(medication.uuidString),
+                    "scheduledAt": .string(TokyoDay.instant(TokyoDay.offset(-1), "08:00")),
+                ]
+            )
+        }
+        let settings: [String: String?] = ["PUSH_FIRST_SEND": "sweep", "DATABASE_URL": database.runtimeURL]
+        let result = try invokeInProcess(
+            DoseRecord(), event: makeEvent(path: "/api/dose-records", bearer: bearer, body: json(body)),
+            environment: fake.environment(settings))
+        #expect(result.status == 200)
+        // The invocation is over and sent nothing: both deliveries wait for the sweep, due now and leased to no one.
+        #expect(try fake.requests().isEmpty)
+        let queued = try database.with { connection in
+            try connection.query(
+                """
+                SELECT status, attempts, lease_token IS NULL AND next_attempt_at <= now() FROM push_deliveries
+                """
+            ).map {
+                "\(try $0.decode(String.self, at: 0))/\(try $0.decode(Int.self, at: 1))/\(try $0.decode(Bool.self, at: 2))"
+            }
+        }
+        #expect(queued == ["PENDING/0/true", "PENDING/0/true"])
+        // A staying sweep that sends first: one attempt per lease, the 503 back to the queue for a later lease.
+        let report = Self.sweep(for: 2.5, fake: fake, in: database, overrides: settings)
+        #expect(report.sent == 2 && report.retryScheduled == 1 && report.leases >= 2)
+        #expect(try fake.messages(to: [healthy]).count == 1)
+        #expect(try fake.messages(to: [flaky]).count == 1)
+        let rows = try database.with { connection in
+            try connection.query("SELECT status, attempts FROM push_deliveries ORDER BY attempts").map {
+                "\(try $0.decode(String.self, at: 0))/\(try $0.decode(Int.self, at: 1))"
+            }
+        }
+        #expect(rows == ["SENT/1", "SENT/2"])
+        let flakyTimes = try fake.requests().filter { $0["token"]?.stringValue == flaky }.compactMap {
+            $0["receivedAtMs"]?.numberValue
+        }
+        try #require(flakyTimes.count == 2)
+        #expect(flakyTimes[1] - flakyTimes[0] >= 240)
     }
 
     @Test("429 with Retry-After: 1 is left due a second later, and the sweep sends it no sooner")

@@ -81,6 +81,19 @@ public struct Configuration: Sendable {
     /// ending. The deployments' schedules turn it on, so that some run is always there; a run by hand or in CI
     /// (`echo '{}' | push-sweep`) makes one pass.
     public var pushSweepStays: Bool
+    /// Who sends a recording's deliveries first (`PUSH_FIRST_SEND`).
+    public enum FirstSender: String, Sendable {
+        /// The recording's own process, right after its answer (one attempt per device).
+        case recording
+        /// A staying `push-sweep` run, which leases what recordings queued every ``PushDispatcher/firstSendSpacing``.
+        case sweep
+    }
+    /// `PUSH_FIRST_SEND` (`recording` / `sweep`, default `recording`): who sends a recording's deliveries first.
+    /// `recording`: the recording's process, after its answer, one lease and one outcome statement per recording.
+    /// `sweep`: the recording only queues them, and the staying sweep (`PUSH_SWEEP_STAY=on`, some run always there)
+    /// sends everything queued in one lease every few tens of milliseconds: the recording's worker is free at its
+    /// answer, and the database leases and records a batch of recordings per statement.
+    public var pushFirstSend: FirstSender
     /// `METRICS_NAMESPACE`: the CloudWatch namespace of the EMF metrics lines.
     public var metricsNamespace: String
     /// `SSL_CERT_FILE` / `SSL_CERT_DIR`, or the system bundle: whom every outgoing TLS connection trusts.
@@ -182,6 +195,11 @@ public struct Configuration: Sendable {
         default:
             pushSweepStays = false
             errors.append(ConfigurationError(variable: "PUSH_SWEEP_STAY", reason: "must be on or off"))
+        }
+        let firstSend = value("PUSH_FIRST_SEND")
+        pushFirstSend = firstSend.flatMap(FirstSender.init(rawValue:)) ?? .recording
+        if let firstSend, FirstSender(rawValue: firstSend) == nil {
+            errors.append(ConfigurationError(variable: "PUSH_FIRST_SEND", reason: "must be recording or sweep"))
         }
         switch value("DATABASE_PREPARED_STATEMENTS") {
         case nil, "off": preparesStatements = false

@@ -133,6 +133,12 @@ extension PushDispatcher {
             report.add(batch)
             if batch.moreDue { continue }
             guard configuration.pushSweepStays else { break }
+            if configuration.pushFirstSend == .sweep {
+                // The recordings' deliveries are this run's to send first: it leases whatever is due every
+                // `firstSendSpacing`, a batch of recordings per lease, without asking first when that will be.
+                ThreadSleep.sleep(until: min(leasedAt + Self.firstSendSpacing, runDeadline - minimumBatchTime))
+                continue
+            }
             // Nothing more due now: the run stays (`PUSH_SWEEP_STAY`), so that a retry the recordings' senders leave
             // (due after its back-off) is sent when it falls due rather than at the next minute's run. It sleeps
             // until the next delivery known to fall due, and looks again at least every `sweepPollInterval`.
@@ -158,6 +164,10 @@ extension PushDispatcher {
     /// The shortest time between two leases of a staying sweep: what falls due within it waits for the next lease,
     /// at most this long, so that a stream of retries costs a lease statement per batch, not per retry.
     static let sweepLeaseSpacing = Duration.milliseconds(100)
+
+    /// The time between two leases of a staying sweep that sends the recordings' deliveries first
+    /// (`PUSH_FIRST_SEND=sweep`): what a recording queues waits at most this long for its lease (25 ms on average).
+    static let firstSendSpacing = Duration.milliseconds(50)
 }
 
 /// The push queue's bookkeeping that `push-sweep` runs around its sends (docs/behaviour.md#sweep): devices gone

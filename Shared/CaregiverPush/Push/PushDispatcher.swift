@@ -119,10 +119,12 @@ public struct PushDispatcher {
         }
         let opened = client.connectionsOpened
         var retry = RetryPolicy()
-        if continuation == nil {
+        if continuation == nil || configuration.pushFirstSend == .sweep {
             // A recording's own send holds nothing: one attempt per device (a re-minted token's aside), and a
             // retryable answer goes back to the queue due after its back-off, where the sweep, which stays
             // running, sends it on time. Waiting here would keep the recording's worker from its next request.
+            // A sweep that sends first does the same: a lease waiting out one device's back-off would hold back
+            // the next lease, and with it every recording queued meanwhile.
             retry.maxAttemptsPerLease = 1
         }
         let delivery = DeliveryRun(

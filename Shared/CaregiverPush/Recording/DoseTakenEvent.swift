@@ -103,11 +103,12 @@ public enum PushOutbox {
     /// set: for a recording transaction that sends it in one flight with its insert.
     /// - Parameters:
     ///   - recorded: the row whose existence decides whether the event is owed (`nil`: it is).
-    ///   - lease: the token the new deliveries are leased under, for the recording's own send.
+    ///   - lease: the token the new deliveries are leased under, for the recording's own send; `nil`: they are
+    ///     queued `PENDING`, due now, for the sweep (`PUSH_FIRST_SEND=sweep`).
     ///   - logger: says so when no push is owed because pushes are off: that dose will never be pushed.
     static func enqueueQuery(
         _ event: DoseTakenEvent, source: Source, configuration: Configuration, ifRecorded recorded: RecordedRow?,
-        lease: UUID, logger: Logger
+        lease: UUID?, logger: Logger
     ) -> PostgresQuery? {
         if configuration.pushEnvironment == nil {
             logger.warning(
@@ -117,7 +118,7 @@ public enum PushOutbox {
             enqueueQuery(
                 event, source: source, environment: $0, deviceCap: configuration.pushMaxDevicesPerCaregiver,
                 registrationDays: configuration.pushDeviceStaleDays, ifRecorded: recorded,
-                lease: (lease, configuration.pushLeaseSeconds))
+                lease: lease.map { ($0, configuration.pushLeaseSeconds) })
         }
     }
 

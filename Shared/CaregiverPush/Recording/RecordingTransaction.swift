@@ -86,19 +86,24 @@ final class RecordingTransaction {
     }
 
     /// Adds to `flight` the statement that queues `event`'s push (with `ifRecorded` as in
-    /// ``PushOutbox/enqueueQuery(_:source:configuration:ifRecorded:logger:)``), unless this deployment sends no push
-    /// (`PUSH_ENVIRONMENT` unset, which is logged).
+    /// ``PushOutbox/enqueueQuery(_:source:configuration:ifRecorded:lease:logger:)``), unless this deployment sends no
+    /// push (`PUSH_ENVIRONMENT` unset, which is logged). The deliveries are leased to this recording's own sender,
+    /// unless the sweep sends first (`PUSH_FIRST_SEND=sweep`): then they are queued due now, and nothing is owed
+    /// by this process.
     /// - Returns: that push, for the body's ``Recorded/recorded(_:owing:)`` when the dose was recorded.
     func enqueuePush(
         _ event: DoseTakenEvent, in flight: inout PipelinedTransaction.Flight, ifRecorded: PushOutbox.RecordedRow?
     ) -> OwedPush {
-        let token = UUID()
+        let sendsHere = configuration.pushFirstSend == .recording
+        let token = sendsHere ? UUID() : nil
         guard
             let query = PushOutbox.enqueueQuery(
                 event, source: source, configuration: configuration, ifRecorded: ifRecorded, lease: token,
                 logger: logger)
         else { return OwedPush(eventKey: nil) }
-        outbox = (flight.add(query), token)
+        let statement = flight.add(query)
+        guard let token else { return OwedPush(eventKey: nil) }
+        outbox = (statement, token)
         return OwedPush(eventKey: event.eventKey)
     }
 }
@@ -142,8 +147,8 @@ struct Recorded<Value> {
 }
 
 /// The push a committed recording owes (docs/behaviour.md#sending): the key of the event whose deliveries the
-/// transaction queued (`nil` when this deployment sends no push: `PUSH_ENVIRONMENT` unset), and the deliveries it
-/// queued already leased to the recording's sender, when it did.
+/// transaction queued (`nil` when this process sends none: `PUSH_ENVIRONMENT` unset, or the sweep sends first,
+/// `PUSH_FIRST_SEND=sweep`), and the deliveries it queued already leased to the recording's sender, when it did.
 struct OwedPush {
     /// Deliveries written `SENDING` under `token` by the recording transaction itself: the outbox statement's rows,
     /// which the sender reads as a lease statement's.
