@@ -67,6 +67,7 @@ FIXED = {
 SCHEDULED = {
     "PUSH_SWEEP_STAY": ("on", "each scheduled run stays, sending retries as they fall due"),
     "PUSH_SWEEP_TIME_LIMIT_MS": ("70000", "70 s: each minute's run overlaps the next one's start"),
+    "PUSH_FIRST_SEND": ("sweep", "the staying sweep sends what recordings queue, a batch per lease"),
 }
 # The secrets: on Lambda the ARN variable, on Knative the variable it supplies (from a Kubernetes Secret).
 SECRET_ARNS = {
