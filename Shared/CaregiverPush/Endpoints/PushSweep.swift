@@ -128,15 +128,19 @@ extension PushDispatcher {
             let batch = run(
                 limit: configuration.pushSweepBatchSize, eventKey: nil, database: database, push: push,
                 deadline: min(sendDeadline(hostDeadline: nil), runDeadline), logger: logger,
-                continuation: .init(runDeadline: runDeadline, minimumLeaseTime: minimumBatchTime, pacer: pacer))
+                continuation: .init(
+                    runDeadline: runDeadline, minimumLeaseTime: minimumBatchTime, pacer: pacer,
+                    leaseSpacing: configuration.pushFirstSend == .sweep ? Self.firstSendSpacing : nil))
             if let reason = batch.skippedReason { return (report, reason) }
             report.add(batch)
             if batch.moreDue { continue }
             guard configuration.pushSweepStays else { break }
             if configuration.pushFirstSend == .sweep {
                 // The recordings' deliveries are this run's to send first: it leases whatever is due every
-                // `firstSendSpacing`, a batch of recordings per lease, without asking first when that will be.
-                ThreadSleep.sleep(until: min(leasedAt + Self.firstSendSpacing, runDeadline - minimumBatchTime))
+                // `firstSendSpacing` (while sends are in flight, inside the run; between runs, here), a batch of
+                // recordings per lease, without asking first when that will be.
+                let last = batch.lastLeaseAt ?? leasedAt
+                ThreadSleep.sleep(until: min(last + Self.firstSendSpacing, runDeadline - minimumBatchTime))
                 continue
             }
             // Nothing more due now: the run stays (`PUSH_SWEEP_STAY`), so that a retry the recordings' senders leave

@@ -80,6 +80,10 @@ public struct PushDispatcher {
         let runDeadline: ContinuousClock.Instant
         let minimumLeaseTime: Duration
         let pacer: SendPacer
+        /// With a spacing (a sweep that sends first), a lease that comes back short does not end the leasing: the
+        /// next is taken while earlier sends are still in flight, once this long after the last. Without one, a
+        /// short lease is the run's last.
+        var leaseSpacing: Duration? = nil
     }
 
     /// Lease, send, record: everything due (of `eventKey`, or of any event), at most `limit` deliveries a lease; one

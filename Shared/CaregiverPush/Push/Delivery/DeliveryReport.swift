@@ -14,6 +14,8 @@ public struct DeliveryReport: Equatable, Sendable {
     /// The run stopped taking leases for a pause FCM asked for, not for want of due deliveries.
     public var moreDue = false
     public var skippedReason: String?
+    /// When the run took its last lease (a sweep that sends first spaces its next from it).
+    var lastLeaseAt: ContinuousClock.Instant?
 
     mutating func add(_ other: DeliveryReport) {
         leased += other.leased

@@ -80,6 +80,8 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
     private var reMinted = false
     /// No further lease: nothing more due, the time is up, or a lease failed.
     private var exhausted: Bool
+    /// With the continuation's lease spacing, after a lease that came back short: no lease before then.
+    private var nextLeaseAt: ContinuousClock.Instant?
     private var report = DeliveryReport()
 
     init(
@@ -120,6 +122,10 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
             return DeliveryReport()
         }
         hold(token: first.token, deliveries: first.deliveries, deadline: deadline)
+        report.lastLeaseAt = clock.now
+        if first.deliveries.count < settings.batchSize, let spacing = settings.continuation?.leaseSpacing {
+            nextLeaseAt = clock.now + spacing
+        }
         topUp()
         transport.run(until: settings.continuation?.runDeadline ?? deadline) { tag, result in
             complete(tag, result)
@@ -129,7 +135,8 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
         for index in progress.indices where !progress[index].finished {
             finish(index, .pending, error: "not attempted before the deadline")
         }
-        report.moreDue = !exhausted
+        // A run that was only waiting out its spacing has nothing more due now: its caller spaces the next lease.
+        report.moreDue = !exhausted && nextLeaseAt == nil
         // Info when something was not sent; a push that all went out is in the metrics line already (PushSent).
         logger.log(
             level: report.sent == report.leased ? .debug : .info, "push dispatched",
@@ -172,7 +179,9 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
     }
 
     /// Another lease whenever at most one batch of sends is outstanding (so up to two: one on the wire, the next
-    /// waiting for the pacer), none while FCM asks for a pause, none once too little time is left for one.
+    /// waiting for the pacer), none while FCM asks for a pause, none once too little time is left for one. A
+    /// short lease ends the leasing, unless the continuation spaces leases: then the next comes, while sends are
+    /// in flight, once the spacing has passed.
     private func topUp() {
         guard let continuation = settings.continuation else { return }
         while !exhausted, transport.outstanding <= settings.batchSize,
@@ -182,12 +191,21 @@ final class DeliveryRun<Transport: DeliveryTransport, Store: DeliveryStore, Cloc
                 exhausted = true
                 return
             }
+            if let nextLeaseAt, clock.now < nextLeaseAt { return }
             let deadline = min(clock.now + settings.sendWindow, continuation.runDeadline)
             guard let next = lease(orLog: "push: the next deliveries could not be leased") else {
                 exhausted = true
                 return
             }
-            if next.deliveries.count < settings.batchSize { exhausted = true }
+            report.lastLeaseAt = clock.now
+            nextLeaseAt = nil
+            if next.deliveries.count < settings.batchSize {
+                if let spacing = continuation.leaseSpacing {
+                    nextLeaseAt = clock.now + spacing
+                } else {
+                    exhausted = true
+                }
+            }
             if !next.deliveries.isEmpty { hold(token: next.token, deliveries: next.deliveries, deadline: deadline) }
         }
     }

@@ -34,14 +34,14 @@ struct DeliveryRunTests {
         /// run that keeps leasing until then.
         func run(
             deadline: Duration, batchSize: Int = 500, runDeadline: Duration? = nil,
-            maxAttemptsPerLease: Int = RetryPolicy.maxAttemptsPerLease
+            maxAttemptsPerLease: Int = RetryPolicy.maxAttemptsPerLease, leaseSpacing: Duration? = nil
         ) -> DeliveryReport {
             var logger = Logger(label: "delivery-run")
             logger.logLevel = .critical
             let continuation = runDeadline.map {
                 PushDispatcher.Continuation(
                     runDeadline: clock.at($0), minimumLeaseTime: .seconds(1),
-                    pacer: SendPacer(perSecond: 8000, start: clock.now))
+                    pacer: SendPacer(perSecond: 8000, start: clock.now), leaseSpacing: leaseSpacing)
             }
             let run = DeliveryRun(
                 transport: fcm, store: queue, clock: clock,
@@ -279,6 +279,33 @@ struct DeliveryRunTests {
         #expect(sweep.queue.row("a")?.status == "SENT")
         #expect(sweep.fcm.requests(to: "b").isEmpty && sweep.queue.row("b")?.status == "PENDING")
         #expect(sweep.queue.row("c")?.status == "PENDING")
+    }
+
+    @Test("a sweep that sends first leases again while sends are in flight, no sooner than its spacing after the last")
+    func spacedLeasesWhileSending() throws {
+        let world = World(tokens: ["quick", "slow"]) { request in
+            request.deviceToken == "slow"
+                ? .response(status: 200, body: #"{"name":"projects/p/messages/slow"}"#, after: .milliseconds(300))
+                : .sent()
+        }
+        // Recordings queued after the run's first lease: one 10 ms in, one 60 ms in.
+        world.queue.add("second", dueAt: world.clock.at(.milliseconds(10)))
+        world.queue.add("third", dueAt: world.clock.at(.milliseconds(60)))
+        let report = world.run(
+            deadline: .seconds(5), runDeadline: .seconds(5), maxAttemptsPerLease: 1, leaseSpacing: .milliseconds(20))
+        // `quick` answers at 50 ms: past the spacing, so the run leases `second` then, while `slow` is still on
+        // the wire (until 300 ms); `second` answers at 100 ms and the run leases `third`; `third`'s answer at 150 ms
+        // and `slow`'s at 300 ms find nothing more, and the run ends, leaving the next lease to its caller.
+        #expect(world.queue.leases.map { world.clock.milliseconds($0.at) } == [0, 50, 100, 150, 300])
+        #expect(world.times("second") == [50] && world.times("third") == [100])
+        #expect(report.sent == 4 && report.leased == 4 && report.leases == 3)
+        #expect(!report.moreDue)
+        #expect(report.lastLeaseAt.map(world.clock.milliseconds) == 300)
+        // Without a spacing, a short lease is the run's last: `second` and `third` wait for the next run.
+        let unspaced = World(tokens: ["quick", "slow"]) { _ in .sent() }
+        unspaced.queue.add("second", dueAt: unspaced.clock.at(.milliseconds(10)))
+        #expect(unspaced.run(deadline: .seconds(5), runDeadline: .seconds(5), maxAttemptsPerLease: 1).sent == 2)
+        #expect(unspaced.times("second").isEmpty)
     }
 
     @Test("a sweep's leases each have their own deadline: a slow delivery's lease ends while the run goes on")

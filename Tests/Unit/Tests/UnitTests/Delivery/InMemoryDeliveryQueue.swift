@@ -48,6 +48,11 @@ final class InMemoryDeliveryQueue: DeliveryStore {
         }
     }
 
+    /// Queues a delivery for `token`, due at `dueAt` (a recording that commits while the run goes on).
+    func add(_ token: String, dueAt: ContinuousClock.Instant) {
+        rows.append(Row(device: UUID(), token: token, nextAttemptAt: dueAt))
+    }
+
     /// The row of `token`.
     func row(_ token: String) -> Row? { rows.first { $0.token == token } }
 
