@@ -15,7 +15,8 @@ import Logging
 ///    time is up: the next batch is leased while the last is still in flight (no stop-and-wait per batch), sends
 ///    start at most `PUSH_SWEEP_SEND_RATE` a second, and a 429 with `Retry-After` pauses all of them; with
 ///    `PUSH_SWEEP_STAY=on`, when nothing is due it stays, and sends each delivery as it falls due (a recording's
-///    retry) until its time is up;
+///    retry) until its time is up; with `PUSH_FIRST_SEND=sweep` too, it sends what recordings queue, leasing every
+///    ``PushDispatcher/firstSendSpacing`` while earlier sends are still in flight;
 /// 5. deletes final deliveries, then events without deliveries, older than `PUSH_RETENTION_DAYS`.
 ///
 /// Every step works in bounded batches. The summary (counts) is the invocation's response.
