@@ -67,10 +67,10 @@ struct AppMapping {
     }
 
     /// The PL/pgSQL functions whose variables take the types of mapped columns (`%TYPE`: the outbox's
-    /// `enqueue_dose_taken`, migration 000018, and the recording's reads, migration 000021), by signature. A session
-    /// compiles a function once, at its first call, and keeps the types it resolved then until the function's catalog
-    /// row changes; rewriting the row (the same setting set again) makes every session compile it anew, with the
-    /// types of the mapping just applied.
+    /// `enqueue_dose_taken`, migration 000018, the recording's reads, migration 000021, and dose-record's call,
+    /// migration 000022), by signature. A session compiles a function once, at its first call, and keeps the types
+    /// it resolved then until the function's catalog row changes; rewriting the row (the same setting set again)
+    /// makes every session compile it anew, with the types of the mapping just applied.
     static let typedFunctions = [
         """
         enqueue_dose_taken(text, text, text, text, text, date, text, text, boolean, timestamptz, text, uuid, text, \
@@ -83,6 +83,10 @@ struct AppMapping {
         "find_schedule_time(text, time)",
         "find_scheduled_doses(text, date)",
         "find_prn_record(text, text, text)",
+        """
+        record_dose(text, text, text, text, text, time, date, date, boolean, text, text, text, text, text, boolean, \
+        timestamptz, text, uuid, text, integer, integer, uuid, double precision)
+        """,
     ]
 
     private func recompileTypedFunctions(_ connection: PostgresConnection) throws {

@@ -251,6 +251,74 @@ struct DoseRecordTests {
             ])
     }
 
+    @Test(
+        "the recording call refuses exactly what the checks refuse: every medication kind, around Tokyo midnight",
+        arguments: [
+            // 23:59:59 on 2026-03-05 in Tokyo, then its midnight: 2026-03-06 becomes today.
+            "2026-03-05T14:59:59Z", "2026-03-05T15:00:00Z",
+        ])
+    func callAgreesWithTheChecks(nowText: String) throws {
+        let now = try #require(Timestamp.parseRFC3339(nowText))
+        let today = TokyoClock.dateString(of: now)
+        let (patient, token, medications) = try TestDatabase.with { connection in
+            let patient = try Seed.patient(connection)
+            let medications: [(id: UUID, allows: (String, String) -> Bool)] = [
+                (
+                    try Seed.medication(
+                        connection, patient: patient, times: ["08:00", "23:30"], start: "2026-03-01", end: "2026-03-10"),
+                    { date, time in
+                        date >= "2026-03-01" && date <= "2026-03-10" && ["08:00:00", "23:30:00"].contains(time)
+                    }
+                ),
+                (
+                    try Seed.medication(connection, patient: patient, times: ["08:00"], start: "2026-03-06"),
+                    { date, time in date >= "2026-03-06" && time == "08:00:00" }
+                ),
+                (try Seed.medication(connection, patient: patient, isPRN: true, times: ["08:00"]), { _, _ in false }),
+                (
+                    try Seed.medication(connection, patient: patient, times: ["08:00"], archived: true),
+                    { _, _ in false }
+                ),
+            ]
+            return (patient, try Seed.session(connection, patient: patient), medications)
+        }
+        let dates = ["2026-02-28", "2026-03-01", "2026-03-05", "2026-03-06", "2026-03-07", "2026-03-10", "2026-03-11"]
+        for medication in medications {
+            for date in dates {
+                for time in ["08:00:00", "08:01:00", "08:00:30", "23:30:00"] {
+                    let scheduledAt = "\(date)T\(time)+09:00"
+                    let allowed = medication.allows(date, time) && date <= today && time.hasSuffix(":00")
+                    // The call alone, as the endpoint sends it (no push: no environment), rolled back.
+                    let outcome = try TestDatabase.with { connection in
+                        try connection.query("BEGIN")
+                        defer { _ = try? connection.query("ROLLBACK") }
+                        // The scheduled instant falls on a whole minute, its Tokyo minute a time of day.
+                        let onMinute = time.hasSuffix(":00")
+                        return try connection.query(
+                            """
+                            SELECT outcome FROM caregiver_push.record_dose(
+                                NULL, \(patient)::text, \(medication.id)::text, \(scheduledAt)::text, \(nowText)::text,
+                                \(String(time.prefix(5)) + ":00")::time, \(date)::date, \(today)::date, \(onMinute),
+                                gen_random_uuid()::text, 'PATIENT', \(patient)::text, 'probe', 'morning', true, now(),
+                                'PATIENT', NULL, NULL, 30, 10, NULL, 0)
+                            """
+                        )[0].decode(String.self, at: 0)
+                    }
+                    let body: [String: JSONValue] = [
+                        "medicationId": .string(medication.id.uuidString), "scheduledAt": .string(scheduledAt),
+                        "takenAt": .string(nowText),
+                    ]
+                    let result = invoke(
+                        DoseRecord(), event: makeEvent(path: "/api/dose-records", bearer: token, body: json(body)),
+                        now: now)
+                    let asked = "\(medication.id) \(scheduledAt) at \(nowText)"
+                    #expect(["recorded", "unchanged"].contains(outcome) == allowed, "\(asked): \(outcome)")
+                    #expect(result.status == (allowed ? 200 : 422), "\(asked)")
+                }
+            }
+        }
+    }
+
     static func recordCount(_ fixture: Fixture) throws -> Int {
         try TestDatabase.with { connection in
             try connection.query("SELECT count(*) FROM dose_records WHERE patient_id = \(fixture.patient)")[0]

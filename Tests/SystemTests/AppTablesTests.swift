@@ -404,12 +404,24 @@ struct AppTablesTests {
                         """),
                 ].map { try $0[0].decode(Int.self, at: 0) }
             }
+            // dose-record's call (migration 000022): a caregiver that is not linked, refused before it reads on.
+            func recordDose(caregiver: String, patient: String, medication: String) throws -> String {
+                try runtime.query(
+                    """
+                    SELECT outcome FROM caregiver_push.record_dose(
+                        \(caregiver), \(patient), \(medication), '2026-11-28T08:00:00Z', '2026-11-28T08:00:00Z',
+                        '17:00'::time, '2026-11-28', '2026-11-28', true, \(patient), 'CAREGIVER', \(caregiver),
+                        'probe', 'evening', true, now(), 'CAREGIVER', NULL, NULL, 30, 10, NULL, 0)
+                    """
+                )[0].decode(String.self, at: 0)
+            }
             let before = UUID().uuidString.lowercased()
             #expect(try enqueue(kind: "dose", record: before, patient: before, key: "before") == 0)
             #expect(
                 try reads(
                     session: Array(repeating: 0, count: 32), caregiver: before, patient: before, medication: before,
                     keys: (before, before)) == [0, 0, 0, 0, 0, 0, 0])
+            #expect(try recordDose(caregiver: before, patient: before, medication: before) == "not-linked")
             // The app's ids are text; the same session then queues an event for one of its patients, and reads its
             // session, medications and schedule with text ids (and idempotency keys) a uuid could not hold.
             try Self.migrate(owner, mapping: try Self.mapping)
@@ -424,6 +436,11 @@ struct AppTablesTests {
                 try reads(
                     session: session.hash, caregiver: caregiver.uuidString.lowercased(), patient: home.patient,
                     medication: home.scheduled, keys: ("key-1", "key-2")) == [1, 1, 1, 3, 0, 1, 0])
+            // Its ids held as the app's text: another caregiver of the app's patient is not linked to it.
+            #expect(
+                try recordDose(
+                    caregiver: UUID().uuidString.lowercased(), patient: home.patient, medication: home.scheduled)
+                    == "not-linked")
             #expect(
                 try owner.query("SELECT patient_id::text FROM caregiver_push.push_events WHERE event_key = 'after'")
                     .single?.decode(String.self, at: 0) == "patient-123")

@@ -144,8 +144,8 @@ struct DataAPIExposureTests {
         )[0].decode(Int.self, at: 0)
     }
 
-    /// Exposed by mistake, the queue's functions (migrations 000017 and 000018) may be executed by the API roles too, and refuse
-    /// them with their own 42501 before they read or write a row.
+    /// Exposed by mistake, the queue's functions (migrations 000017 and 000018) and dose-record's call (000022) may be
+    /// executed by the API roles too, and refuse them with their own 42501 before they read or write a row.
     static func queueFunctionsRefuseAPIRoles(_ owner: PostgresConnection) throws {
         let calls = [
             "lease_push_deliveries(text,uuid,integer,integer,double precision)":
@@ -155,6 +155,13 @@ struct DataAPIExposureTests {
             SELECT count(*) FROM caregiver_push.enqueue_dose_taken(
                 NULL, NULL, 'probe', 'dose-record', gen_random_uuid()::text, current_date, 'morning', NULL, true,
                 now(), 'PATIENT', NULL, 'DEV', 30, 10, NULL, 0)
+            """,
+            "record_dose(text,text,text,text,text,time,date,date,boolean,text,text,text,text,text,boolean,timestamptz,text,uuid,text,integer,integer,uuid,double precision)":
+                """
+            SELECT count(*) FROM caregiver_push.record_dose(
+                NULL, gen_random_uuid()::text, gen_random_uuid()::text, '2026-11-28T08:00:00Z',
+                '2026-11-28T08:00:00Z', '17:00', '2026-11-28', '2026-11-28', true, gen_random_uuid()::text, 'PATIENT',
+                gen_random_uuid()::text, 'probe', 'evening', true, now(), 'PATIENT', NULL, NULL, 30, 10, NULL, 0)
             """,
             "record_push_outcomes(uuid,uuid[],text[],integer[],text[],text[],bigint[],uuid[],text[])":
                 "SELECT caregiver_push.record_push_outcomes(gen_random_uuid(), '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",

@@ -23,21 +23,14 @@ public struct DoseRecord: Endpoint {
 
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
 
-        // Record: one transaction — what the checks read, what is written, COMMIT: three round trips.
+        // Record: one transaction — one call that checks, writes and queues (migration 000022), then COMMIT: two
+        // round trips.
         let recorded = try RecordingTransaction.run(
             access, source: .doseRecord, database: context.database, configuration: context.configuration,
-            logger: context.logger
+            logger: context.logger, accessCheckedByCall: true
         ) { transaction -> Recorded<DoseRecordBody> in
-            var reads = transaction.flight()
-            let medication = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
-            let scheduleTime = reads.add(Medication.scheduleTimeQuery(medicationID, at: scheduledAt))
-            let read = try transaction.run(reads)
-            try Self.checkSchedule(
-                try Medication.found(read[medication], id: medicationID), scheduledAt: scheduledAt, now: context.now,
-                isScheduleTime: !read[scheduleTime].isEmpty)
-
-            // The insert, the record as stored (this one, or the one recorded before), and the push it owes only
-            // if the insert recorded it: the record's id is made here, so that the outbox statement can tell.
+            // The record's id is made here, and the event the push is about: the call queues it only if its insert
+            // recorded the dose.
             let recordID = AppID(UUID())
             let storedTakenAt = try Date(postgresText: takenAt.postgresText)
             let event = DoseTakenEvent(
@@ -45,32 +38,34 @@ public struct DoseRecord: Endpoint {
                 slot: Slot(instant: scheduledAt), recordingGroupID: nil, takenAt: storedTakenAt,
                 withinTime: DoseRules.isWithinTime(scheduledAt: scheduledAt, takenAt: storedTakenAt),
                 actingCaregiverID: access.actingCaregiverID)
-            var writes = transaction.flight()
-            let inserted = writes.add(
-                """
-                INSERT INTO caregiver_push.dose_records
-                    (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id)
-                VALUES (\(recordID), \(access.patientID), \(medicationID), \(scheduledAt), \(takenAt),
-                        \(access.role.rawValue), \(access.recorderID))
-                ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
-                RETURNING id
-                """)
-            let stored = writes.add(
-                """
-                SELECT * FROM caregiver_push.find_dose_record(
-                    \(access.patientID)::text, \(medicationID)::text, \(scheduledAt)::text)
-                """)
-            let owed = transaction.enqueuePush(event, in: &writes, ifRecorded: .dose(recordID))
-            let written = try transaction.run(writes)
-            guard let row = written[stored].single else {
-                throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished")
+            let (push, owed) = transaction.pushArguments(for: event)
+            var flight = transaction.flight()
+            let call = flight.add(
+                Self.recordQuery(
+                    access, fields: fields, recordID: recordID, event: event, push: push, now: context.now))
+            let rows = try transaction.run(flight)[call]
+            let answer = try Answer(rows, medicationID: medicationID)
+            switch answer.outcome {
+            case .notLinked: throw PatientAccess.notFound
+            case .noMedication: throw UnknownMedication()
+            case .refused, .recorded, .unchanged: break
             }
-            let (storedID, recordedTakenAt, groupID) = try row.decode((AppID, Date, AppID?).self)
+            guard let medication = answer.medication else {
+                throw PostgresError(.unexpectedResult, serverMessage: "record_dose answered no medication")
+            }
+            // The checks word the 422, and stay the authority: a dose they refuse that the call recorded is rolled
+            // back with the transaction.
+            try Self.checkSchedule(
+                medication, scheduledAt: scheduledAt, now: context.now, isScheduleTime: answer.isScheduleTime)
+            guard let stored = answer.stored else {
+                throw PostgresError(.unexpectedResult, serverMessage: "the call refused a dose the checks allow")
+            }
             // A repeat returns the stored record as it is, with the slot group it was recorded in.
             let record = DoseRecordBody(
-                id: storedID, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
-                takenAt: recordedTakenAt, recordingGroupID: groupID)
-            guard !written[inserted].isEmpty else { return .unchanged(record) }
+                id: stored.id, patientID: access.patientID, medicationID: medicationID, scheduledAt: scheduledAt,
+                takenAt: stored.takenAt, recordingGroupID: stored.groupID)
+            guard answer.outcome == .recorded else { return .unchanged(record) }
+            transaction.leasedByCall(try rows.keeping { try $0.decode(UUID?.self, at: 0) != nil })
             return .recorded(record, owing: owed)
         }
         // Respond, then send the push the recording owes (none for a repeat): the caller never waits for FCM.
@@ -79,6 +74,82 @@ public struct DoseRecord: Endpoint {
             writer.note(
                 "dose recorded", ["dose.record": .string(record.id), "dose.updated": .stringConvertible(updatedCount)])
             return RecordResponse(record: record, updatedCount: updatedCount)
+        }
+    }
+
+    /// The call that records the dose (`caregiver_push.record_dose`, migration 000022): a caregiver's link, the
+    /// medication and whether the dose's Tokyo minute is one of its schedule times, the checks, the insert, the
+    /// record as stored, the push's outbox. Everything that depends on the clock or the calendar is computed here,
+    /// at `now`: the dose's Tokyo date and minute, today's date, whether `scheduledAt` is that minute exactly.
+    static func recordQuery(
+        _ access: PatientAccess, fields: Fields, recordID: AppID, event: DoseTakenEvent,
+        push: PushOutbox.CallArguments, now: Date
+    ) -> PostgresQuery {
+        let scheduledAt = fields.scheduledAt
+        let date = LocalDate(tokyoDateOf: scheduledAt)
+        let minute = TokyoClock.minuteOfDay(scheduledAt)
+        let time = Timestamp.hourMinuteText(minuteOfDay: minute) + ":00"
+        let onMinute = scheduledAt == DoseRules.scheduledInstant(date: date, minuteOfDay: minute)
+        let recorder = PushOutbox.StoredRecorder(event.recorder).rawValue
+        return """
+            SELECT * FROM caregiver_push.record_dose(
+                \(access.actingCaregiverID)::text, \(access.patientID)::text, \(fields.medicationID)::text,
+                \(scheduledAt)::text, \(fields.takenAt)::text, \(time)::time, \(date.text)::date,
+                \(TokyoClock.dateString(of: now))::date, \(onMinute)::boolean, \(recordID)::text,
+                \(access.role.rawValue)::text, \(access.recorderID)::text, \(event.eventKey)::text,
+                \(event.slot.rawValue)::text, \(event.withinTime)::boolean, \(event.takenAt)::timestamptz,
+                \(recorder)::text, \(event.actingCaregiverID)::uuid, \(push.environment?.rawValue)::text,
+                \(push.registrationDays)::integer, \(push.deviceCap)::integer, \(push.leaseToken)::uuid,
+                \(push.leaseSeconds)::double precision)
+            """
+    }
+
+    /// What ``recordQuery(_:fields:recordID:event:push:now:)`` answered, from its first row (the deliveries it
+    /// leased follow it, their first column set).
+    struct Answer {
+        enum Outcome: String {
+            case notLinked = "not-linked"
+            case noMedication = "no-medication"
+            case refused
+            case recorded
+            case unchanged
+        }
+
+        let outcome: Outcome
+        /// The medication's facts, for the checks; `nil` when it was not read (not linked, no such medication).
+        let medication: Medication?
+        let isScheduleTime: Bool
+        /// The record as stored: this request's, or the one recorded before; `nil` unless recorded or unchanged.
+        let stored: (id: AppID, takenAt: Date, groupID: AppID?)?
+
+        /// Where the record's columns start, after the leased delivery's.
+        private static let first = 15
+
+        init(_ rows: PostgresRows, medicationID: AppID) throws {
+            guard let row = rows.first, let outcome = Outcome(rawValue: try row.decode(String.self, at: Self.first))
+            else { throw PostgresError(.unexpectedResult, serverMessage: "record_dose answered no outcome") }
+            self.outcome = outcome
+            isScheduleTime = try row.decode(Bool?.self, at: Self.first + 8) ?? false
+            if let isPRN = try row.decode(Bool?.self, at: Self.first + 4) {
+                guard let start = LocalDate(try row.decode(String.self, at: Self.first + 5)) else {
+                    throw PostgresError(.decoding, serverMessage: "medication start date")
+                }
+                medication = Medication(
+                    id: medicationID, isPRN: isPRN, startDate: start,
+                    endDate: try row.decode(String?.self, at: Self.first + 6).flatMap(LocalDate.init),
+                    isArchived: try row.decode(Bool.self, at: Self.first + 7))
+            } else {
+                medication = nil
+            }
+            switch outcome {
+            case .recorded, .unchanged:
+                guard let id = try row.decode(AppID?.self, at: Self.first + 1),
+                    let takenAt = try row.decode(Date?.self, at: Self.first + 2)
+                else { throw PostgresError(.unexpectedResult, serverMessage: "dose record vanished") }
+                stored = (id, takenAt, try row.decode(AppID?.self, at: Self.first + 3))
+            case .notLinked, .noMedication, .refused:
+                stored = nil
+            }
         }
     }
 

@@ -110,16 +110,22 @@ public enum PushOutbox {
         _ event: DoseTakenEvent, source: Source, configuration: Configuration, ifRecorded recorded: RecordedRow?,
         lease: UUID?, logger: Logger
     ) -> PostgresQuery? {
-        if configuration.pushEnvironment == nil {
-            logger.warning(
-                "push not owed: PUSH_ENVIRONMENT is not DEV or PROD", metadata: ["config.variable": "PUSH_ENVIRONMENT"])
-        }
-        return configuration.pushEnvironment.map {
+        environment(configuration, logger: logger).map {
             enqueueQuery(
                 event, source: source, environment: $0, deviceCap: configuration.pushMaxDevicesPerCaregiver,
                 registrationDays: configuration.pushDeviceStaleDays, ifRecorded: recorded,
                 lease: lease.map { ($0, configuration.pushLeaseSeconds) })
         }
+    }
+
+    /// The devices' environment pushes go to, `nil` when `PUSH_ENVIRONMENT` is not set — which `logger` is told: a
+    /// dose recorded now will never be pushed.
+    static func environment(_ configuration: Configuration, logger: Logger) -> Configuration.PushEnvironment? {
+        if configuration.pushEnvironment == nil {
+            logger.warning(
+                "push not owed: PUSH_ENVIRONMENT is not DEV or PROD", metadata: ["config.variable": "PUSH_ENVIRONMENT"])
+        }
+        return configuration.pushEnvironment
     }
 
     /// The statement that writes `event` and its deliveries, when `recorded` (if any) exists; run inside the
@@ -163,6 +169,18 @@ public enum PushOutbox {
                 \(environment.rawValue)::text, \(registrationDays)::integer, \(max(deviceCap, 1))::integer,
                 \(lease?.token)::uuid, \(lease?.seconds ?? 0)::double precision)
             """
+    }
+
+    /// The outbox's arguments for a recording call that queues the push itself (as
+    /// ``enqueueQuery(_:source:environment:deviceCap:registrationDays:ifRecorded:lease:)`` passes them to
+    /// `enqueue_dose_taken`): the devices' environment (`nil`: pushes are off, nothing is queued), their bounds, and
+    /// the lease the deliveries are written under (`nil`: queued `PENDING` for the sweep).
+    struct CallArguments {
+        let environment: Configuration.PushEnvironment?
+        let registrationDays: Int
+        let deviceCap: Int
+        let leaseToken: UUID?
+        let leaseSeconds: Double
     }
 
     /// `push_events.recorded_by`'s value for a recorder.

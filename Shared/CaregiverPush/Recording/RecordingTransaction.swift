@@ -24,6 +24,8 @@ final class RecordingTransaction {
     private var accessStatement: PipelinedTransaction.Statement?
     /// The outbox statement and the lease its deliveries are written under; then what it leased, once it ran.
     private var outbox: (statement: PipelinedTransaction.Statement, token: UUID)?
+    /// The lease a call that queues the push itself writes its deliveries under (``pushArguments(for:)``).
+    private var callLease: UUID?
     private var leased: PostgresRows?
 
     private init(
@@ -43,22 +45,28 @@ final class RecordingTransaction {
     ///   - lock: when given, the first flight takes this transaction-scoped advisory lock (`namespace`,
     ///     `hashtext(key)`) instead of a bare link check, in the one statement
     ///     ``PatientAccess/lockQuery(namespace:key:)`` that takes it only with the access.
+    ///   - accessCheckedByCall: the body's one call checks a caregiver's link itself, before it writes anything, and
+    ///     the body refuses with ``PatientAccess/notFound`` on its answer: no statement of the transaction's own.
     ///   - configuration: whether pushes are on, and the outbox's device bounds.
     /// - Returns: once committed, what the body recorded, with the push it owes when it recorded a dose: the
     ///   endpoint responds with it (``Recorded``).
     static func run<Value>(
         _ access: PatientAccess, source: PushOutbox.Source, database: DatabaseSession, configuration: Configuration,
-        logger: Logger, lock: (namespace: Int, key: String)? = nil,
+        logger: Logger, lock: (namespace: Int, key: String)? = nil, accessCheckedByCall: Bool = false,
         _ body: (RecordingTransaction) throws -> Recorded<Value>
     ) throws -> Recorded<Value> {
-        let accessQuery = lock.map { access.lockQuery(namespace: $0.namespace, key: $0.key) } ?? access.linkQuery
+        let accessQuery =
+            accessCheckedByCall
+            ? nil : lock.map { access.lockQuery(namespace: $0.namespace, key: $0.key) } ?? access.linkQuery
         return try database.connection().withPipelinedTransaction(logger: logger) { transaction in
             let recording = RecordingTransaction(
                 transaction, access: access, accessQuery: accessQuery, source: source, configuration: configuration,
                 logger: logger)
             let recorded = try body(recording)
-            guard let outbox = recording.outbox, let leased = recording.leased, !leased.isEmpty else { return recorded }
-            return recorded.leasing(OwedPush.Lease(token: outbox.token, rows: leased))
+            guard let token = recording.outbox?.token ?? recording.callLease, let leased = recording.leased,
+                !leased.isEmpty
+            else { return recorded }
+            return recorded.leasing(OwedPush.Lease(token: token, rows: leased))
         }
     }
 
@@ -105,6 +113,29 @@ final class RecordingTransaction {
         guard let token else { return OwedPush(eventKey: nil) }
         outbox = (statement, token)
         return OwedPush(eventKey: event.eventKey)
+    }
+}
+
+extension RecordingTransaction {
+    /// What a call that queues `event`'s push itself takes (as the statement ``enqueuePush(_:in:ifRecorded:)`` adds
+    /// does): the devices' environment (`nil` when this deployment sends no push, which is logged), their bounds, and
+    /// the lease the deliveries are written under for this recording's own sender — none when the sweep sends first
+    /// (`PUSH_FIRST_SEND=sweep`). The call's leased rows go to ``leasedByCall(_:)``.
+    func pushArguments(for event: DoseTakenEvent) -> (arguments: PushOutbox.CallArguments, owed: OwedPush) {
+        let environment = PushOutbox.environment(configuration, logger: logger)
+        let token = environment != nil && configuration.pushFirstSend == .recording ? UUID() : nil
+        callLease = token
+        let arguments = PushOutbox.CallArguments(
+            environment: environment, registrationDays: configuration.pushDeviceStaleDays,
+            deviceCap: max(configuration.pushMaxDevicesPerCaregiver, 1), leaseToken: token,
+            leaseSeconds: token == nil ? 0 : configuration.pushLeaseSeconds)
+        return (arguments, OwedPush(eventKey: token == nil ? nil : event.eventKey))
+    }
+
+    /// The deliveries the call of ``pushArguments(for:)`` wrote leased to this recording's sender, as a lease
+    /// statement returns them: handed to the sender once the transaction has committed.
+    func leasedByCall(_ rows: PostgresRows) {
+        leased = rows
     }
 }
 

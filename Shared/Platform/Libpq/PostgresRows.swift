@@ -15,6 +15,13 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 
     /// The only row, or `nil` when there is none.
     public var single: PostgresRow? { isEmpty ? nil : self[0] }
+
+    /// The rows `isIncluded` keeps, as a result of the same columns (its count theirs): for a call that returns rows
+    /// of two kinds.
+    public func keeping(_ isIncluded: (PostgresRow) throws -> Bool) rethrows -> PostgresRows {
+        let kept = try rows.filter { try isIncluded(PostgresRow(columns: columns, values: $0)) }
+        return PostgresRows(columns: columns, rows: kept, affectedRows: kept.count)
+    }
 }
 
 /// One row of a result.
