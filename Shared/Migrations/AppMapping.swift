@@ -67,8 +67,8 @@ struct AppMapping {
     }
 
     /// The PL/pgSQL functions whose variables take the types of mapped columns (`%TYPE`: the outbox's
-    /// `enqueue_dose_taken`, migration 000018, the recording's reads, migration 000021, and dose-record's call,
-    /// migration 000022), by signature. A session compiles a function once, at its first call, and keeps the types
+    /// `enqueue_dose_taken`, migration 000018, the recording's reads, migration 000021, and the recording calls
+    /// of dose-record and slot-bulk-record, migration 000022), by signature. A session compiles a function once, at its first call, and keeps the types
     /// it resolved then until the function's catalog row changes; rewriting the row (the same setting set again)
     /// makes every session compile it anew, with the types of the mapping just applied.
     static let typedFunctions = [
@@ -85,6 +85,10 @@ struct AppMapping {
         "find_prn_record(text, text, text)",
         """
         record_dose(text, text, text, text, text, time, date, date, boolean, text, text, text, text, text, boolean, \
+        timestamptz, text, uuid, text, integer, integer, uuid, double precision)
+        """,
+        """
+        record_slot_doses(text, text[], text[], boolean[], text, text[], text, text, text, text, date, text, \
         timestamptz, text, uuid, text, integer, integer, uuid, double precision)
         """,
     ]

@@ -65,6 +65,41 @@ struct SlotAndPRNRecordTests {
         #expect(groups.count == 1 && storedGroup.uuidString.lowercased() == group)
     }
 
+    @Test("a slot's push is within time only if every dose it records is; a dose recorded before does not count")
+    func slotWithinTime() throws {
+        let date = TokyoDay.offset(-1)
+        // Taken at 08:30: the 07:00 dose is 90 minutes late, the 08:00 and 09:00 doses are within their hour.
+        let body: [String: JSONValue] = [
+            "date": .string(date), "slot": .string("morning"), "takenAt": .string(TokyoDay.instant(date, "08:30")),
+        ]
+        func groupEvent(_ result: Invocation) throws -> Bool? {
+            let group = try #require(result.json?["recordingGroupId"]?.stringValue)
+            return try TestDatabase.with {
+                try $0.query("SELECT within_time FROM push_events WHERE event_key = \("doseTaken:\(group)")").single?
+                    .decode(Bool.self, at: 0)
+            }
+        }
+        let all = try Self.household()
+        let late = Self.slot(all.token, body)
+        #expect(late.json?["updatedCount"] == .number(3))
+        let within = late.json?["records"]?.arrayValue?.compactMap { $0["withinTime"]?.boolValue } ?? []
+        #expect(within.count == 3 && within.filter { $0 }.count == 2)
+        #expect(try groupEvent(late) == false)
+        // The 07:00 dose recorded on its own first: the slot records the two on time, and its push says so.
+        let rest = try Self.household()
+        let single = DoseRecordTests.record(
+            rest.token,
+            [
+                "medicationId": .string(rest.morning[0].uuidString),
+                "scheduledAt": .string(TokyoDay.instant(date, "07:00")),
+                "takenAt": .string(TokyoDay.instant(date, "08:30")),
+            ])
+        #expect(single.status == 200)
+        let onTime = Self.slot(rest.token, body)
+        #expect(onTime.json?["updatedCount"] == .number(2))
+        #expect(try groupEvent(onTime) == true)
+    }
+
     @Test("a repeated slot records nothing: recordingGroupId null, updatedCount 0")
     func repeatRecordsNothing() throws {
         let household = try Self.household()

@@ -415,6 +415,16 @@ struct AppTablesTests {
                     """
                 )[0].decode(String.self, at: 0)
             }
+            // slot-bulk-record's call: no dose to record, nothing written.
+            func recordSlot(patient: String) throws -> Int {
+                try runtime.query(
+                    """
+                    SELECT count(*) FROM caregiver_push.record_slot_doses(
+                        \(patient), '{}', '{}', '{}', '2026-11-28T08:00:00Z', '{}', \(patient), 'PATIENT', \(patient),
+                        'probe', '2026-11-28', 'morning', now(), 'PATIENT', NULL, NULL, 30, 10, NULL, 0)
+                    """
+                )[0].decode(Int.self, at: 0)
+            }
             let before = UUID().uuidString.lowercased()
             #expect(try enqueue(kind: "dose", record: before, patient: before, key: "before") == 0)
             #expect(
@@ -422,6 +432,7 @@ struct AppTablesTests {
                     session: Array(repeating: 0, count: 32), caregiver: before, patient: before, medication: before,
                     keys: (before, before)) == [0, 0, 0, 0, 0, 0, 0])
             #expect(try recordDose(caregiver: before, patient: before, medication: before) == "not-linked")
+            #expect(try recordSlot(patient: before) == 0)
             // The app's ids are text; the same session then queues an event for one of its patients, and reads its
             // session, medications and schedule with text ids (and idempotency keys) a uuid could not hold.
             try Self.migrate(owner, mapping: try Self.mapping)
@@ -441,6 +452,7 @@ struct AppTablesTests {
                 try recordDose(
                     caregiver: UUID().uuidString.lowercased(), patient: home.patient, medication: home.scheduled)
                     == "not-linked")
+            #expect(try recordSlot(patient: home.patient) == 0)
             #expect(
                 try owner.query("SELECT patient_id::text FROM caregiver_push.push_events WHERE event_key = 'after'")
                     .single?.decode(String.self, at: 0) == "patient-123")

@@ -144,7 +144,7 @@ struct DataAPIExposureTests {
         )[0].decode(Int.self, at: 0)
     }
 
-    /// Exposed by mistake, the queue's functions (migrations 000017 and 000018) and dose-record's call (000022) may be
+    /// Exposed by mistake, the queue's functions (migrations 000017 and 000018) and the recording calls (000022) may be
     /// executed by the API roles too, and refuse them with their own 42501 before they read or write a row.
     static func queueFunctionsRefuseAPIRoles(_ owner: PostgresConnection) throws {
         let calls = [
@@ -162,6 +162,13 @@ struct DataAPIExposureTests {
                 NULL, gen_random_uuid()::text, gen_random_uuid()::text, '2026-11-28T08:00:00Z',
                 '2026-11-28T08:00:00Z', '17:00', '2026-11-28', '2026-11-28', true, gen_random_uuid()::text, 'PATIENT',
                 gen_random_uuid()::text, 'probe', 'evening', true, now(), 'PATIENT', NULL, NULL, 30, 10, NULL, 0)
+            """,
+            "record_slot_doses(text,text[],text[],boolean[],text,text[],text,text,text,text,date,text,timestamptz,text,uuid,text,integer,integer,uuid,double precision)":
+                """
+            SELECT count(*) FROM caregiver_push.record_slot_doses(
+                gen_random_uuid()::text, '{}', '{}', '{}', '2026-11-28T08:00:00Z', '{}', gen_random_uuid()::text,
+                'PATIENT', gen_random_uuid()::text, 'probe', '2026-11-28', 'morning', now(), 'PATIENT', NULL, NULL, 30,
+                10, NULL, 0)
             """,
             "record_push_outcomes(uuid,uuid[],text[],integer[],text[],text[],bigint[],uuid[],text[])":
                 "SELECT caregiver_push.record_push_outcomes(gen_random_uuid(), '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",

@@ -1,5 +1,6 @@
 import FunctionRuntime
 import FoundationEssentials
+import Libpq
 
 /// `POST /api/dose-records/slot` — every dose of a slot recorded as TAKEN at once (docs/behaviour.md#slot-bulk-record).
 ///
@@ -25,8 +26,8 @@ public struct SlotBulkRecord: Endpoint {
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
 
         let groupID = AppID(UUID())
-        // Round trips: the lock and the slot's doses; the inserts; the push the group owes (known only once the
-        // inserts have said which doses were not recorded before); COMMIT. Identical concurrent requests queue at
+        // Round trips: the lock and the slot's doses; one call that inserts them and queues the push the group
+        // owes; COMMIT. Identical concurrent requests queue at
         // the lock, so the group is recorded by one of them, whole; for a caregiver the lock is taken in one
         // statement with the link check (no lock without a link), and the doses are read after it.
         let lock = (namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)")
@@ -43,38 +44,46 @@ public struct SlotBulkRecord: Endpoint {
                 return (dose.medicationID, DoseRules.scheduledInstant(date: date, minuteOfDay: dose.minuteOfDay))
             }
             guard !doses.isEmpty else { return .unchanged([]) }
-            var inserts = transaction.flight()
-            let insertOf = doses.map { dose in
-                inserts.add(
-                    """
-                    INSERT INTO caregiver_push.dose_records
-                        (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
-                         recording_group_id)
-                    VALUES (\(AppID(UUID())), \(access.patientID), \(dose.medicationID), \(dose.scheduledAt), \(takenAt),
-                            \(access.role.rawValue), \(access.recorderID), \(groupID))
-                    ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING
-                    RETURNING id
-                    """)
-            }
-            let inserted = try transaction.run(inserts)
-            var records: [DoseRecordBody] = []
-            for (dose, insert) in zip(doses, insertOf) {
-                if let row = inserted[insert].single {
-                    records.append(
-                        DoseRecordBody(
-                            id: try row.decode(AppID.self, at: 0), patientID: access.patientID,
-                            medicationID: dose.medicationID, scheduledAt: dose.scheduledAt, takenAt: takenAt,
-                            recordingGroupID: groupID))
-                }
-            }
-            guard !records.isEmpty else { return .unchanged(records) }
-            // The push the group owes commits with it: one event for the whole group.
+            // Every dose's insert and the group's push, one call (migration 000022): its ids made here, and the
+            // event, within time only if every dose the call records is (it says which; a dose recorded before is
+            // left as it is).
+            let recordIDs = doses.map { _ in AppID(UUID()) }
+            let onTime = doses.map { DoseRules.isWithinTime(scheduledAt: $0.scheduledAt, takenAt: takenAt) }
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,
-                withinTime: records.allSatisfy(\.withinTime), actingCaregiverID: access.actingCaregiverID)
-            var outbox = transaction.flight()
-            let owed = transaction.enqueuePush(event, in: &outbox, ifRecorded: nil)
-            try transaction.run(outbox)
+                withinTime: true, actingCaregiverID: access.actingCaregiverID)
+            let (push, owed) = transaction.pushArguments(for: event)
+            let recorder = PushOutbox.StoredRecorder(event.recorder).rawValue
+            var writes = transaction.flight()
+            let call = writes.add(
+                """
+                SELECT * FROM caregiver_push.record_slot_doses(
+                    \(access.patientID)::text, \(PostgresArray.literal(doses.map(\.medicationID.text)))::text[],
+                    \(PostgresArray.literal(doses.map(\.scheduledAt.postgresText)))::text[],
+                    \(PostgresArray.literal(onTime.map { $0 ? "true" : "false" }))::boolean[], \(takenAt)::text,
+                    \(PostgresArray.literal(recordIDs.map(\.text)))::text[], \(groupID)::text,
+                    \(access.role.rawValue)::text, \(access.recorderID)::text, \(event.eventKey)::text,
+                    \(date.text)::date, \(slot.rawValue)::text, \(takenAt)::timestamptz, \(recorder)::text,
+                    \(event.actingCaregiverID)::uuid, \(push.environment?.rawValue)::text,
+                    \(push.registrationDays)::integer, \(push.deviceCap)::integer, \(push.leaseToken)::uuid,
+                    \(push.leaseSeconds)::double precision)
+                """)
+            let rows = try transaction.run(writes)[call]
+            var records: [DoseRecordBody] = []
+            for row in rows {
+                // The doses it recorded, by their place in the arrays (1-based); then the deliveries it leased.
+                guard let index = try row.decode(Int?.self, at: Self.recordIndexColumn) else { continue }
+                guard doses.indices.contains(index - 1) else {
+                    throw PostgresError(.unexpectedResult, serverMessage: "record_slot_doses answered no such dose")
+                }
+                let dose = doses[index - 1]
+                records.append(
+                    DoseRecordBody(
+                        id: recordIDs[index - 1], patientID: access.patientID, medicationID: dose.medicationID,
+                        scheduledAt: dose.scheduledAt, takenAt: takenAt, recordingGroupID: groupID))
+            }
+            guard !records.isEmpty else { return .unchanged(records) }
+            transaction.leasedByCall(try rows.keeping { try $0.decode(UUID?.self, at: 0) != nil })
             return .recorded(records, owing: owed)
         }
         // Respond, then send the push the group owes (none when nothing was recorded).
@@ -85,6 +94,9 @@ public struct SlotBulkRecord: Endpoint {
                 records: records)
         }
     }
+
+    /// Where `record_slot_doses` says which dose a row is about, after the leased delivery's columns.
+    static let recordIndexColumn = 15
 
     /// A body that passed validation.
     struct Fields: Equatable {

@@ -144,3 +144,99 @@ REVOKE ALL ON FUNCTION caregiver_push.record_dose(
 GRANT EXECUTE ON FUNCTION caregiver_push.record_dose(
     text, text, text, text, text, time, date, date, boolean, text, text, text, text, text, boolean, timestamptz, text,
     uuid, text, integer, integer, uuid, double precision) TO caregiver_push_runtime;
+
+-- slot-bulk-record's writes as one call: each of the slot's doses inserted (a dose recorded before is left as it
+-- is), and the group's push queued when any was recorded, where the recording sent one insert per dose, then the
+-- outbox statement in a flight of its own (which waited for the inserts' answer). The doses come from the lock's
+-- flight (find_scheduled_doses), their ids, instants and within-time flags made by the caller; the event is within
+-- time only when every dose recorded now is. Returns one row per dose it recorded (record_index, 1-based, into the
+-- arrays; the delivery columns NULL), then the deliveries leased to the recording's own sender (held_by) in
+-- caregiver_push.leased_delivery's columns and order, record_index NULL. Typed by the app mapping as record_dose is.
+CREATE FUNCTION caregiver_push.record_slot_doses(
+    patient text, medications text[], scheduled text[], on_time boolean[], taken text, new_records text[],
+    group_id text, recorder_role text, recorder text, new_event_key text, event_date date, event_slot text,
+    event_taken_at timestamptz, stored_recorder text, acting_caregiver uuid, device_environment text,
+    registration_days integer, device_cap integer, held_by uuid, lease_seconds double precision)
+RETURNS TABLE (
+    lease_delivery_id uuid, lease_device_id uuid, lease_device_token text, lease_attempts integer,
+    lease_event_key text, lease_patient_id text, lease_local_date text, lease_slot text, lease_group_id text,
+    lease_taken_at timestamptz, lease_within_time boolean, lease_display_name text, lease_target text,
+    lease_recorded_by text, lease_language text, record_index integer)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+AS $slot$
+#variable_conflict use_column
+DECLARE
+    record_key caregiver_push.dose_records.id%TYPE;
+    record_patient caregiver_push.dose_records.patient_id%TYPE := patient;
+    record_medication caregiver_push.dose_records.medication_id%TYPE;
+    record_scheduled caregiver_push.dose_records.scheduled_at%TYPE;
+    record_taken caregiver_push.dose_records.taken_at%TYPE := taken;
+    record_role caregiver_push.dose_records.recorded_by_role%TYPE := recorder_role;
+    record_recorder caregiver_push.dose_records.recorded_by_id%TYPE := recorder;
+    record_group caregiver_push.dose_records.recording_group_id%TYPE := group_id;
+    recorded integer := 0;
+    all_on_time boolean := true;
+BEGIN
+    IF NOT pg_has_role(current_user, 'caregiver_push_runtime', 'USAGE')
+        AND NOT pg_has_role(current_user, (SELECT nspowner FROM pg_namespace WHERE nspname = 'caregiver_push'), 'USAGE')
+    THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = 'record_slot_doses is for the role caregiver_push_runtime';
+    END IF;
+    IF cardinality(medications) IS DISTINCT FROM cardinality(scheduled)
+        OR cardinality(medications) IS DISTINCT FROM cardinality(on_time)
+        OR cardinality(medications) IS DISTINCT FROM cardinality(new_records)
+    THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value', MESSAGE = 'one id, instant and flag per dose';
+    END IF;
+
+    -- In the order given (the medication's, then the time's: concurrent recorders insert in the same order).
+    FOR i IN 1 .. coalesce(cardinality(medications), 0) LOOP
+        record_key := new_records[i];
+        record_medication := medications[i];
+        record_scheduled := scheduled[i];
+        INSERT INTO caregiver_push.dose_records
+            (id, patient_id, medication_id, scheduled_at, taken_at, recorded_by_role, recorded_by_id,
+             recording_group_id)
+        VALUES (record_key, record_patient, record_medication, record_scheduled, record_taken, record_role,
+                record_recorder, record_group)
+        ON CONFLICT (patient_id, medication_id, scheduled_at) DO NOTHING;
+        IF FOUND THEN
+            recorded := recorded + 1;
+            all_on_time := all_on_time AND on_time[i];
+            record_index := i;
+            RETURN NEXT;
+        END IF;
+    END LOOP;
+    record_index := NULL;
+
+    IF recorded = 0 OR device_environment IS NULL THEN
+        RETURN;
+    END IF;
+    IF held_by IS NULL THEN
+        PERFORM 1 FROM caregiver_push.enqueue_dose_taken(
+            NULL, NULL, new_event_key, 'slot-bulk-record', patient, event_date, event_slot, group_id, all_on_time,
+            event_taken_at, stored_recorder, acting_caregiver, device_environment, registration_days, device_cap,
+            NULL, 0);
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT q.*, NULL::integer
+    FROM caregiver_push.enqueue_dose_taken(
+        NULL, NULL, new_event_key, 'slot-bulk-record', patient, event_date, event_slot, group_id, all_on_time,
+        event_taken_at, stored_recorder, acting_caregiver, device_environment, registration_days, device_cap,
+        held_by, lease_seconds) q;
+END
+$slot$;
+
+REVOKE ALL ON FUNCTION caregiver_push.record_slot_doses(
+    text, text[], text[], boolean[], text, text[], text, text, text, text, date, text, timestamptz, text, uuid, text,
+    integer, integer, uuid, double precision) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION caregiver_push.record_slot_doses(
+    text, text[], text[], boolean[], text, text[], text, text, text, text, date, text, timestamptz, text, uuid, text,
+    integer, integer, uuid, double precision) TO caregiver_push_runtime;
