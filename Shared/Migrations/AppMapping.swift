@@ -68,7 +68,7 @@ struct AppMapping {
 
     /// The PL/pgSQL functions whose variables take the types of mapped columns (`%TYPE`: the outbox's
     /// `enqueue_dose_taken`, migration 000018, the recording's reads, migration 000021, and the recording calls
-    /// of dose-record and slot-bulk-record, migration 000022), by signature. A session compiles a function once, at its first call, and keeps the types
+    /// of dose-record, slot-bulk-record and prn-record, migration 000022), by signature. A session compiles a function once, at its first call, and keeps the types
     /// it resolved then until the function's catalog row changes; rewriting the row (the same setting set again)
     /// makes every session compile it anew, with the types of the mapping just applied.
     static let typedFunctions = [
@@ -90,6 +90,10 @@ struct AppMapping {
         """
         record_slot_doses(text, text[], text[], boolean[], text, text[], text, text, text, text, date, text, \
         timestamptz, text, uuid, text, integer, integer, uuid, double precision)
+        """,
+        """
+        record_prn(text, text, integer, text, text, text, text, date, text, integer, text, text, text, text, text, \
+        text, text, timestamptz, text, uuid, text, integer, integer, uuid, double precision)
         """,
     ]
 

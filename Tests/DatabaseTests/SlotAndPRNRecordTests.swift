@@ -214,6 +214,54 @@ struct SlotAndPRNRecordTests {
                 extraHeaders: key.map { ["idempotency-key": $0] } ?? [:]))
     }
 
+    @Test(
+        "the PRN call refuses exactly what the checks refuse: every medication kind, either side of Tokyo midnight",
+        arguments: ["2026-03-05T14:59:59Z", "2026-03-05T15:00:00Z"])
+    func prnCallAgreesWithTheChecks(takenText: String) throws {
+        let takenAt = try #require(Timestamp.parseRFC3339(takenText))
+        let date = TokyoClock.dateString(of: takenAt)
+        let (patient, token, medications) = try TestDatabase.with { connection in
+            let patient = try Seed.patient(connection)
+            // Each with whether it may be recorded on a Tokyo date (as-needed, unarchived, started and not ended).
+            let medications: [(id: UUID, allows: (String) -> Bool)] = [
+                (
+                    try Seed.medication(
+                        connection, patient: patient, isPRN: true, start: "2026-03-01", end: "2026-03-05"),
+                    { $0 >= "2026-03-01" && $0 <= "2026-03-05" }
+                ),
+                (
+                    try Seed.medication(connection, patient: patient, isPRN: true, start: "2026-03-06"),
+                    { $0 >= "2026-03-06" }
+                ),
+                (try Seed.medication(connection, patient: patient, times: ["08:00"]), { _ in false }),
+                (try Seed.medication(connection, patient: patient, isPRN: true, archived: true), { _ in false }),
+            ]
+            return (patient, try Seed.session(connection, patient: patient), medications)
+        }
+        for medication in medications {
+            let allowed = medication.allows(date)
+            // The call alone (no push: no environment), rolled back.
+            let outcome = try TestDatabase.with { connection in
+                try connection.query("BEGIN")
+                defer { _ = try? connection.query("ROLLBACK") }
+                return try connection.query(
+                    """
+                    SELECT outcome FROM caregiver_push.record_prn(
+                        NULL, \(patient)::text, 0, NULL, gen_random_uuid()::text, gen_random_uuid()::text,
+                        \(medication.id)::text, \(date)::date, \(takenText)::text, 1, gen_random_uuid()::text, 'f',
+                        gen_random_uuid()::text, 'PATIENT', \(patient)::text, 'probe', 'bedtime', now(), 'PATIENT', NULL,
+                        NULL, 30, 10, NULL, 0)
+                    """
+                )[0].decode(String.self, at: 0)
+            }
+            let result = Self.prn(
+                token, ["medicationId": .string(medication.id.uuidString), "takenAt": .string(takenText)],
+                at: takenAt.addingTimeInterval(60))
+            #expect((outcome == "recorded") == allowed, "\(medication.id) at \(takenText): \(outcome)")
+            #expect(result.status == (allowed ? 200 : 422), "\(medication.id) at \(takenText)")
+        }
+    }
+
     @Test("each keyed PRN call records a dose; quantity defaults to 1")
     func prnRecordsEachCall() throws {
         let household = try Self.prnHousehold()

@@ -415,6 +415,17 @@ struct AppTablesTests {
                     """
                 )[0].decode(String.self, at: 0)
             }
+            // prn-record's call: a caregiver that is not linked, refused before it reads on.
+            func recordPRN(caregiver: String, patient: String, medication: String, key: String) throws -> String {
+                try runtime.query(
+                    """
+                    SELECT outcome FROM caregiver_push.record_prn(
+                        \(caregiver), \(patient), 0, NULL, \(key), \(key), \(medication), '2026-11-28',
+                        '2026-11-28T08:00:00Z', 1, \(key), 'f', \(patient), 'CAREGIVER', \(caregiver), 'probe',
+                        'evening', now(), 'CAREGIVER', NULL, NULL, 30, 10, NULL, 0)
+                    """
+                )[0].decode(String.self, at: 0)
+            }
             // slot-bulk-record's call: no dose to record, nothing written.
             func recordSlot(patient: String) throws -> Int {
                 try runtime.query(
@@ -433,6 +444,7 @@ struct AppTablesTests {
                     keys: (before, before)) == [0, 0, 0, 0, 0, 0, 0])
             #expect(try recordDose(caregiver: before, patient: before, medication: before) == "not-linked")
             #expect(try recordSlot(patient: before) == 0)
+            #expect(try recordPRN(caregiver: before, patient: before, medication: before, key: before) == "not-linked")
             // The app's ids are text; the same session then queues an event for one of its patients, and reads its
             // session, medications and schedule with text ids (and idempotency keys) a uuid could not hold.
             try Self.migrate(owner, mapping: try Self.mapping)
@@ -453,6 +465,11 @@ struct AppTablesTests {
                     caregiver: UUID().uuidString.lowercased(), patient: home.patient, medication: home.scheduled)
                     == "not-linked")
             #expect(try recordSlot(patient: home.patient) == 0)
+            #expect(
+                try recordPRN(
+                    caregiver: UUID().uuidString.lowercased(), patient: home.patient, medication: home.scheduled,
+                    key: "key-1")
+                    == "not-linked")
             #expect(
                 try owner.query("SELECT patient_id::text FROM caregiver_push.push_events WHERE event_key = 'after'")
                     .single?.decode(String.self, at: 0) == "patient-123")

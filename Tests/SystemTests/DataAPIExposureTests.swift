@@ -170,6 +170,14 @@ struct DataAPIExposureTests {
                 'PATIENT', gen_random_uuid()::text, 'probe', '2026-11-28', 'morning', now(), 'PATIENT', NULL, NULL, 30,
                 10, NULL, 0)
             """,
+            "record_prn(text,text,integer,text,text,text,text,date,text,integer,text,text,text,text,text,text,text,timestamptz,text,uuid,text,integer,integer,uuid,double precision)":
+                """
+            SELECT count(*) FROM caregiver_push.record_prn(
+                NULL, gen_random_uuid()::text, 0, NULL, gen_random_uuid()::text, gen_random_uuid()::text,
+                gen_random_uuid()::text, '2026-11-28', '2026-11-28T08:00:00Z', 1, gen_random_uuid()::text, 'f',
+                gen_random_uuid()::text, 'PATIENT', gen_random_uuid()::text, 'probe', 'morning', now(), 'PATIENT', NULL,
+                NULL, 30, 10, NULL, 0)
+            """,
             "record_push_outcomes(uuid,uuid[],text[],integer[],text[],text[],bigint[],uuid[],text[])":
                 "SELECT caregiver_push.record_push_outcomes(gen_random_uuid(), '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')",
         ]

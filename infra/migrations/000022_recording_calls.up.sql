@@ -240,3 +240,152 @@ REVOKE ALL ON FUNCTION caregiver_push.record_slot_doses(
 GRANT EXECUTE ON FUNCTION caregiver_push.record_slot_doses(
     text, text[], text[], boolean[], text, text[], text, text, text, text, date, text, timestamptz, text, uuid, text,
     integer, integer, uuid, double precision) TO caregiver_push_runtime;
+
+-- prn-record's transaction as one call: a caregiver's link; for a request without an Idempotency-Key, the advisory
+-- lock on (patient, body) that serialises its retries (lock_key; taken only with the link); the record an earlier
+-- request with one of its keys made ('repeat'); the medication and its checks ('no-medication', 'refused': not
+-- as-needed, archived, not started or ended on the Tokyo date of takenAt, which the caller computes); the insert
+-- (ON CONFLICT on the key: another request with it committed meanwhile, its record read again, 'repeat'); the
+-- record as stored ('recorded') and the outbox, where the recording sent the lock, find_prn_record and
+-- find_medication, then the insert, find_prn_record again and enqueue_dose_taken, in two flights. The Swift checks
+-- (PrnRecord) word the 422s and compare the fingerprints; COMMIT stays a flight of its own. Returns the record
+-- first (its columns as find_prn_record's, then the medication's facts; the delivery columns NULL), then the
+-- deliveries leased to the recording's own sender (held_by), as record_dose does.
+CREATE FUNCTION caregiver_push.record_prn(
+    caregiver text, patient text, lock_namespace integer, lock_key text, first_key text, second_key text,
+    medication text, taken_date date, taken text, dose_quantity integer, stored_key text, fingerprint text,
+    new_record text, recorder_role text, recorder text, new_event_key text, event_slot text,
+    event_taken_at timestamptz, stored_recorder text, acting_caregiver uuid, device_environment text,
+    registration_days integer, device_cap integer, held_by uuid, lease_seconds double precision)
+RETURNS TABLE (
+    lease_delivery_id uuid, lease_device_id uuid, lease_device_token text, lease_attempts integer,
+    lease_event_key text, lease_patient_id text, lease_local_date text, lease_slot text, lease_group_id text,
+    lease_taken_at timestamptz, lease_within_time boolean, lease_display_name text, lease_target text,
+    lease_recorded_by text, lease_language text,
+    outcome text, record_id text, record_medication_id text, record_taken_at text, record_quantity integer,
+    record_fingerprint text, medication_is_prn boolean, medication_start_date text, medication_end_date text,
+    medication_archived boolean)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_generic_plan
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+AS $prn$
+#variable_conflict use_column
+DECLARE
+    caregiver_key caregiver_push.caregiver_patient_links.caregiver_id%TYPE := caregiver;
+    link_patient caregiver_push.caregiver_patient_links.patient_id%TYPE := patient;
+    medication_key caregiver_push.medications.id%TYPE := medication;
+    medication_patient caregiver_push.medications.patient_id%TYPE := patient;
+    record_key caregiver_push.prn_dose_records.id%TYPE := new_record;
+    record_patient caregiver_push.prn_dose_records.patient_id%TYPE := patient;
+    record_medication caregiver_push.prn_dose_records.medication_id%TYPE := medication;
+    record_taken caregiver_push.prn_dose_records.taken_at%TYPE := taken;
+    record_idempotency caregiver_push.prn_dose_records.idempotency_key%TYPE := stored_key;
+    key1 caregiver_push.prn_dose_records.idempotency_key%TYPE := first_key;
+    key2 caregiver_push.prn_dose_records.idempotency_key%TYPE := second_key;
+    record_role caregiver_push.prn_dose_records.recorded_by_role%TYPE := recorder_role;
+    record_recorder caregiver_push.prn_dose_records.recorded_by_id%TYPE := recorder;
+    starts date;
+    ends date;
+BEGIN
+    IF NOT pg_has_role(current_user, 'caregiver_push_runtime', 'USAGE')
+        AND NOT pg_has_role(current_user, (SELECT nspowner FROM pg_namespace WHERE nspname = 'caregiver_push'), 'USAGE')
+    THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = 'record_prn is for the role caregiver_push_runtime';
+    END IF;
+
+    IF caregiver IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM caregiver_push.caregiver_patient_links l
+        WHERE l.caregiver_id = caregiver_key AND l.patient_id = link_patient AND l.revoked_at IS NULL)
+    THEN
+        outcome := 'not-linked';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- A keyless request waits here for another with the same body, then finds its record (a new snapshot).
+    IF lock_key IS NOT NULL THEN
+        PERFORM pg_advisory_xact_lock(lock_namespace, hashtext(lock_key));
+    END IF;
+
+    SELECT r.id::text, r.medication_id::text, r.taken_at::text, r.quantity::integer, r.request_fingerprint::text
+    INTO record_id, record_medication_id, record_taken_at, record_quantity, record_fingerprint
+    FROM caregiver_push.prn_dose_records r
+    WHERE r.patient_id = record_patient AND r.idempotency_key IN (key1, key2)
+    ORDER BY r.taken_at DESC, r.id
+    LIMIT 1;
+    IF FOUND THEN
+        outcome := 'repeat';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
+    SELECT m.is_prn, m.start_date::date, m.end_date::date, m.archived_at IS NOT NULL
+    INTO medication_is_prn, starts, ends, medication_archived
+    FROM caregiver_push.medications m
+    WHERE m.id = medication_key AND m.patient_id = medication_patient;
+    IF NOT FOUND THEN
+        outcome := 'no-medication';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    medication_start_date := starts::text;
+    medication_end_date := ends::text;
+    IF NOT medication_is_prn OR medication_archived OR starts > taken_date
+        OR (ends IS NOT NULL AND ends < taken_date)
+    THEN
+        outcome := 'refused';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
+    INSERT INTO caregiver_push.prn_dose_records AS r
+        (id, patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint, recorded_by_role,
+         recorded_by_id)
+    VALUES (record_key, record_patient, record_medication, record_taken, dose_quantity, record_idempotency,
+            fingerprint, record_role, record_recorder)
+    ON CONFLICT (patient_id, idempotency_key) DO NOTHING
+    RETURNING r.id::text, r.medication_id::text, r.taken_at::text, r.quantity::integer, r.request_fingerprint::text
+    INTO record_id, record_medication_id, record_taken_at, record_quantity, record_fingerprint;
+    IF NOT FOUND THEN
+        -- Another request with this key committed between the look-up and the insert: its record.
+        SELECT r.id::text, r.medication_id::text, r.taken_at::text, r.quantity::integer, r.request_fingerprint::text
+        INTO record_id, record_medication_id, record_taken_at, record_quantity, record_fingerprint
+        FROM caregiver_push.prn_dose_records r
+        WHERE r.patient_id = record_patient AND r.idempotency_key IN (key1, key2)
+        ORDER BY r.taken_at DESC, r.id
+        LIMIT 1;
+        outcome := 'repeat';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    outcome := 'recorded';
+    RETURN NEXT;
+
+    IF device_environment IS NULL THEN
+        RETURN;
+    END IF;
+    IF held_by IS NULL THEN
+        PERFORM 1 FROM caregiver_push.enqueue_dose_taken(
+            NULL, NULL, new_event_key, 'prn-record', patient, taken_date, event_slot, NULL, false, event_taken_at,
+            stored_recorder, acting_caregiver, device_environment, registration_days, device_cap, NULL, 0);
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT q.*, NULL::text, NULL::text, NULL::text, NULL::text, NULL::integer, NULL::text, NULL::boolean,
+           NULL::text, NULL::text, NULL::boolean
+    FROM caregiver_push.enqueue_dose_taken(
+        NULL, NULL, new_event_key, 'prn-record', patient, taken_date, event_slot, NULL, false, event_taken_at,
+        stored_recorder, acting_caregiver, device_environment, registration_days, device_cap, held_by,
+        lease_seconds) q;
+END
+$prn$;
+
+REVOKE ALL ON FUNCTION caregiver_push.record_prn(
+    text, text, integer, text, text, text, text, date, text, integer, text, text, text, text, text, text, text,
+    timestamptz, text, uuid, text, integer, integer, uuid, double precision) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION caregiver_push.record_prn(
+    text, text, integer, text, text, text, text, date, text, integer, text, text, text, text, text, text, text,
+    timestamptz, text, uuid, text, integer, integer, uuid, double precision) TO caregiver_push_runtime;

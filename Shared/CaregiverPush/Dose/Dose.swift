@@ -158,28 +158,18 @@ struct Medication {
         !isArchived && startDate <= date && (endDate.map { date <= $0 } ?? true)
     }
 
-    /// The statement that reads the patient's medication `id` for ``found(_:id:)``: no row when there is none, or
-    /// when it is another patient's.
-    static func findQuery(_ id: AppID, patientID: AppID) -> PostgresQuery {
-        "SELECT * FROM caregiver_push.find_medication(\(id)::text, \(patientID)::text)"
-    }
-
-    /// The medication ``findQuery(_:patientID:)`` read, or 404: another patient's medication is indistinguishable
-    /// from none.
-    static func found(_ rows: PostgresRows, id: AppID) throws -> Medication {
-        guard let row = rows.single else { throw UnknownMedication() }
-        let (isPRN, start, end, archived) = try row.decode((Bool, String, String?, Bool).self)
-        guard let startDate = LocalDate(start) else { throw PostgresError(.decoding) }
+    /// The medication's facts a recording call returned in `row` from `column` on (is_prn, start_date, end_date,
+    /// archived: `record_dose` and `record_prn`, migration 000022); `nil` when the call read none (not linked, no
+    /// such medication).
+    static func facts(_ row: PostgresRow, at column: Int, id: AppID) throws -> Medication? {
+        guard let isPRN = try row.decode(Bool?.self, at: column) else { return nil }
+        guard let startDate = LocalDate(try row.decode(String.self, at: column + 1)) else {
+            throw PostgresError(.decoding, serverMessage: "a medication's start date")
+        }
         return Medication(
-            id: id, isPRN: isPRN, startDate: startDate, endDate: end.flatMap(LocalDate.init), isArchived: archived)
-    }
-
-    /// The statement that returns a row when the Tokyo minute of `instant` (with zero seconds) is one of medication
-    /// `id`'s schedule times.
-    static func scheduleTimeQuery(_ id: AppID, at instant: Date) -> PostgresQuery {
-        let time = Timestamp.hourMinuteText(minuteOfDay: TokyoClock.minuteOfDay(instant)) + ":00"
-        return
-            "SELECT * FROM caregiver_push.find_schedule_time(\(id)::text, \(time)::time)"
+            id: id, isPRN: isPRN, startDate: startDate,
+            endDate: try row.decode(String?.self, at: column + 2).flatMap(LocalDate.init),
+            isArchived: try row.decode(Bool.self, at: column + 3))
     }
 
     /// The statement that reads the patient's active, scheduled (non-PRN) medications on `date` with their schedule

@@ -130,17 +130,7 @@ public struct DoseRecord: Endpoint {
             else { throw PostgresError(.unexpectedResult, serverMessage: "record_dose answered no outcome") }
             self.outcome = outcome
             isScheduleTime = try row.decode(Bool?.self, at: Self.first + 8) ?? false
-            if let isPRN = try row.decode(Bool?.self, at: Self.first + 4) {
-                guard let start = LocalDate(try row.decode(String.self, at: Self.first + 5)) else {
-                    throw PostgresError(.decoding, serverMessage: "medication start date")
-                }
-                medication = Medication(
-                    id: medicationID, isPRN: isPRN, startDate: start,
-                    endDate: try row.decode(String?.self, at: Self.first + 6).flatMap(LocalDate.init),
-                    isArchived: try row.decode(Bool.self, at: Self.first + 7))
-            } else {
-                medication = nil
-            }
+            medication = try Medication.facts(row, at: Self.first + 4, id: medicationID)
             switch outcome {
             case .recorded, .unchanged:
                 guard let id = try row.decode(AppID?.self, at: Self.first + 1),
@@ -179,7 +169,7 @@ public struct DoseRecord: Endpoint {
 
     /// Not PRN, active on the dose's Tokyo date, `scheduledAt` one of its schedule times, the date not after today.
     /// - Parameter isScheduleTime: whether the Tokyo minute of `scheduledAt` is one of the medication's schedule
-    ///   times (``Medication/scheduleTimeQuery(_:at:)`` found it).
+    ///   times (the recording call read it).
     static func checkSchedule(_ medication: Medication, scheduledAt: Date, now: Date, isScheduleTime: Bool) throws {
         guard !medication.isPRN else {
             throw Problem.validation([

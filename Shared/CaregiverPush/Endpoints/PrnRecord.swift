@@ -50,63 +50,62 @@ public struct PrnRecord: Endpoint {
         let lock =
             idempotencyKey == nil ? (Self.retryLockNamespace, Self.retryLockKey(access.patientID, fingerprint)) : nil
 
-        // One recording transaction: what the checks read, what is written, COMMIT — three round trips (a repeat
-        // of a key: two).
+        // One recording transaction: one call that checks, writes and queues (migration 000022), then COMMIT.
         let recorded = try RecordingTransaction.run(
             access, source: .prnRecord, database: context.database, configuration: context.configuration,
-            logger: context.logger, lock: lock.map { (namespace: $0.0, key: $0.1) }
+            logger: context.logger, accessCheckedByCall: true
         ) { transaction -> Recorded<RecordResponse<PRNRecordBody>> in
-            var reads = transaction.flight()
-            let earlierQuery = Self.recordedQuery(keys: keys.repeats, patientID: access.patientID)
-            let earlierRead = reads.add(earlierQuery)
-            let medicationRead = reads.add(Medication.findQuery(medicationID, patientID: access.patientID))
-            let read = try transaction.run(reads)
-            if let earlier = read[earlierRead].first {
-                return .unchanged(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
-            }
-            let medication = try Medication.found(read[medicationRead], id: medicationID)
-            guard medication.isPRN else {
-                throw Problem.validation([
-                    .init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")
-                ])
-            }
-            guard medication.isActive(on: LocalDate(tokyoDateOf: takenAt.date)) else {
-                throw Problem.validation([
-                    .init(field: "takenAt", message: "the medication is not active on the date of takenAt")
-                ])
-            }
-
-            // The insert, the earlier record should another request with this key have committed since the look-up,
-            // and the push the dose owes only if the insert recorded it: the record's id is made here, so that the
-            // outbox statement can tell.
+            // The record's id is made here, and the event the push is about (of its own, keyed by this record:
+            // never merged into a slot's, docs/behaviour.md#event-key): the call queues it only if it records.
             let recordID = AppID(UUID())
             let storedTakenAt = try Date(postgresText: takenAt.date.postgresText)
-            // An event of its own, keyed by this record: never merged into a slot's (docs/behaviour.md#event-key).
             let event = DoseTakenEvent.prn(
                 recordID: recordID, patientID: access.patientID, takenAt: storedTakenAt,
                 actingCaregiverID: access.actingCaregiverID)
-            var writes = transaction.flight()
-            let insert = writes.add(
+            let (push, owed) = transaction.pushArguments(for: event)
+            let recorder = PushOutbox.StoredRecorder(event.recorder).rawValue
+            var flight = transaction.flight()
+            let call = flight.add(
                 """
-                INSERT INTO caregiver_push.prn_dose_records
-                    (id, patient_id, medication_id, taken_at, quantity, idempotency_key, request_fingerprint,
-                     recorded_by_role, recorded_by_id)
-                VALUES (\(recordID), \(access.patientID), \(medicationID), \(takenAt.date), \(quantity.value),
-                        \(keys.stored), \(fingerprint), \(access.role.rawValue), \(access.recorderID))
-                ON CONFLICT (patient_id, idempotency_key) DO NOTHING
-                RETURNING id, medication_id, taken_at, quantity, request_fingerprint
+                SELECT * FROM caregiver_push.record_prn(
+                    \(access.actingCaregiverID)::text, \(access.patientID)::text, \(lock?.0 ?? 0)::integer,
+                    \(lock?.1)::text, \(keys.repeats.first)::text, \(keys.repeats.last)::text, \(medicationID)::text,
+                    \(LocalDate(tokyoDateOf: takenAt.date).text)::date, \(takenAt.date)::text, \(quantity.value)::integer,
+                    \(keys.stored)::text, \(fingerprint)::text, \(recordID)::text, \(access.role.rawValue)::text,
+                    \(access.recorderID)::text, \(event.eventKey)::text, \(event.slot.rawValue)::text,
+                    \(event.takenAt)::timestamptz, \(recorder)::text, \(event.actingCaregiverID)::uuid,
+                    \(push.environment?.rawValue)::text, \(push.registrationDays)::integer, \(push.deviceCap)::integer,
+                    \(push.leaseToken)::uuid, \(push.leaseSeconds)::double precision)
                 """)
-            let earlierWritten = writes.add(earlierQuery)
-            let owed = transaction.enqueuePush(event, in: &writes, ifRecorded: .prnDose(recordID))
-            let written = try transaction.run(writes)
-            guard let inserted = written[insert].single else {
-                // Another request with this key committed between our look-up and our insert.
-                guard let earlier = written[earlierWritten].first else {
-                    throw PostgresError(.unexpectedResult, serverMessage: "idempotent insert found no row")
-                }
-                return .unchanged(try Self.replay(earlier, fingerprint: fingerprint, patientID: access.patientID))
+            let rows = try transaction.run(flight)[call]
+            guard let row = rows.first, let outcome = try row.decode(String?.self, at: Self.recordColumn) else {
+                throw PostgresError(.unexpectedResult, serverMessage: "record_prn answered no outcome")
             }
-            let record = try Self.body(inserted, patientID: access.patientID)
+            switch outcome {
+            case "not-linked":
+                throw PatientAccess.notFound
+            case "repeat":
+                return .unchanged(
+                    try Self.replay(
+                        row, at: Self.recordColumn + 1, fingerprint: fingerprint, patientID: access.patientID))
+            case "no-medication":
+                throw UnknownMedication()
+            case "refused", "recorded":
+                break
+            default:
+                throw PostgresError(.unexpectedResult, serverMessage: "record_prn answered an unknown outcome")
+            }
+            // The checks word the 422s and stay the authority: a dose they refuse that the call recorded is rolled
+            // back with the transaction.
+            guard let medication = try Medication.facts(row, at: Self.recordColumn + 6, id: medicationID) else {
+                throw PostgresError(.unexpectedResult, serverMessage: "record_prn answered no medication")
+            }
+            try Self.checkMedication(medication, takenAt: takenAt.date)
+            guard outcome == "recorded" else {
+                throw PostgresError(.unexpectedResult, serverMessage: "the call refused a dose the checks allow")
+            }
+            let record = try Self.body(row, at: Self.recordColumn + 1, patientID: access.patientID)
+            transaction.leasedByCall(try rows.keeping { try $0.decode(UUID?.self, at: 0) != nil })
             return .recorded(RecordResponse(record: record.record, updatedCount: 1), owing: owed)
         }
         // Respond, then send the push the dose owes (none for a repeat of its key).
@@ -115,6 +114,23 @@ public struct PrnRecord: Endpoint {
                 "prn dose recorded",
                 ["dose.record": .string(response.record.id), "dose.updated": .stringConvertible(recordedNow ? 1 : 0)])
             return response
+        }
+    }
+
+    /// Where `record_prn`'s outcome is, after the leased delivery's columns; the record's columns follow it.
+    static let recordColumn = 15
+
+    /// As-needed, and active on the Tokyo date of `takenAt` (422 otherwise).
+    static func checkMedication(_ medication: Medication, takenAt: Date) throws {
+        guard medication.isPRN else {
+            throw Problem.validation([
+                .init(field: "medicationId", message: "medicationId must be an as-needed (PRN) medication")
+            ])
+        }
+        guard medication.isActive(on: LocalDate(tokyoDateOf: takenAt)) else {
+            throw Problem.validation([
+                .init(field: "takenAt", message: "the medication is not active on the date of takenAt")
+            ])
         }
     }
 
@@ -152,14 +168,6 @@ public struct PrnRecord: Endpoint {
             idempotencyKey: idempotencyKey)
     }
 
-    /// The statement that reads the record an earlier request with one of these keys created, with its
-    /// fingerprint (the latest, when two windows' keys both found one).
-    /// The keys are sent as text and compared as the column's type inside `caregiver_push.find_prn_record`
-    /// (migration 000021): the column is a uuid here and text in an app's table (docs/behaviour.md#data-contract).
-    private static func recordedQuery(keys: [UUID], patientID: AppID) -> PostgresQuery {
-        "SELECT * FROM caregiver_push.find_prn_record(\(patientID)::text, \(keys.first)::text, \(keys.last)::text)"
-    }
-
     /// What "the same request" means for a key: the fields as sent (an omitted takenAt matches an omitted one).
     package static func fingerprint(medicationID: AppID, quantity: Int?, takenAt: String?) -> String {
         SHA256.hexPrefix(
@@ -193,20 +201,24 @@ public struct PrnRecord: Endpoint {
 
     /// A repeat: the first record and no push, or 422 when the key came with a different request.
     private static func replay(
-        _ row: PostgresRow, fingerprint: String, patientID: AppID
+        _ row: PostgresRow, at column: Int, fingerprint: String, patientID: AppID
     ) throws -> RecordResponse<PRNRecordBody> {
-        let earlier = try body(row, patientID: patientID)
+        let earlier = try body(row, at: column, patientID: patientID)
         guard constantTimeEquals(Array(earlier.fingerprint.utf8), Array(fingerprint.utf8)) else {
             throw Problem.unprocessable("This Idempotency-Key was already used with a different request.")
         }
         return RecordResponse(record: earlier.record, updatedCount: 0)
     }
 
+    /// The record in `row`'s columns from `column` on: id, medication, takenAt, quantity, fingerprint.
     private static func body(
-        _ row: PostgresRow, patientID: AppID
+        _ row: PostgresRow, at column: Int, patientID: AppID
     ) throws -> (record: PRNRecordBody, fingerprint: String) {
-        let (id, medicationID, takenAt, quantity) = try row.decode((AppID, AppID, Date, Int).self)
-        let fingerprint = try row.decode(String?.self, at: 4) ?? ""
+        let id = try row.decode(AppID.self, at: column)
+        let medicationID = try row.decode(AppID.self, at: column + 1)
+        let takenAt = try row.decode(Date.self, at: column + 2)
+        let quantity = try row.decode(Int.self, at: column + 3)
+        let fingerprint = try row.decode(String?.self, at: column + 4) ?? ""
         return (
             PRNRecordBody(
                 id: id, patientID: patientID, medicationID: medicationID, takenAt: takenAt, quantity: quantity),
