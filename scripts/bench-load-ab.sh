@@ -2,9 +2,10 @@
 # The load section of `make bench` (LoadBenchmark.swift) against a saved build, so that two builds can be measured
 # in turn, the same hour, on the same machine (docs/decisions.md#one-call-per-recording did so):
 #
-#   scripts/bench-load-ab.sh stage DIR          after `scripts/release.sh` and `swift build -c release --product
-#                                               gateway --product bench`: copies that build's gateway, bench and
-#                                               unzipped functions (dist/lambda) into DIR
+#   scripts/bench-load-ab.sh stage DIR          after `BENCH_ONLY=load scripts/bench.sh` (which builds the
+#                                               release zips and unpacks them into .build/bench-lambda, the gateway
+#                                               and the bench): copies that build's gateway, bench and functions
+#                                               into DIR
 #   scripts/bench-load-ab.sh run DIR OUTPUT     the load section with DIR's gateway, functions and bench, on a
 #                                               durable PostgreSQL of its own (as scripts/bench.sh's prepare_load),
 #                                               written to OUTPUT
@@ -18,14 +19,11 @@ case "${1:-}" in
 stage)
     dir=${2:?usage: bench-load-ab.sh stage DIR}
     bin=$(swift build -c release --show-bin-path)
+    [ -d .build/bench-lambda/bin ] || { echo "bench-load-ab: run BENCH_ONLY=load scripts/bench.sh first" >&2; exit 2; }
     rm -rf "$dir"
-    mkdir -p "$dir/lambda/bin"
-    for zip in dist/lambda/*.zip; do
-        function=$(basename "$zip" .zip)
-        python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$dir/lambda/$function"
-        chmod 755 "$dir/lambda/$function/bootstrap"
-        ln -s "../$function/bootstrap" "$dir/lambda/bin/$function"
-    done
+    mkdir -p "$dir"
+    # The unpacked functions as scripts/bench.sh's unpack_release made them (bin/ links relative to them).
+    cp -a .build/bench-lambda "$dir/lambda"
     cp "$bin/gateway" "$bin/bench" "$dir/"
     ;;
 run)
