@@ -134,6 +134,7 @@ let package = Package(
                 platform("Libpq"), platform("FunctionRuntime"), "Migrations", "ProcessSupervision", "FunctionGateway",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Gateway/GatewayCommands",
             swiftSettings: strict

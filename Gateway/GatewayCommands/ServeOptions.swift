@@ -4,6 +4,8 @@ import ProcessSupervision
 import ArgumentParser
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 
 /// The options of `gateway serve`, which `runner serve` shares (adding the FCM emulator): where to listen, how to
 /// invoke, the limits, the schedules, the function table.
@@ -48,7 +50,8 @@ package struct ServeOptions: ParsableArguments {
 
     package init() {}
 
-    /// Serves until SIGTERM/SIGINT; prints `{"event":"listening","port":…,"mode":…}` on stdout once bound.
+    /// Serves until SIGTERM/SIGINT; prints `{"event":"listening","port":…,"mode":…}` on stdout once bound. Once per
+    /// process: it makes NIO's event loops Swift's global executor.
     /// - Parameters:
     ///   - label: the logger's label and `function` (`gateway` or `runner`).
     ///   - extensions: what the developer's tools add (the runner's FCM emulator); none in production.
@@ -57,9 +60,15 @@ package struct ServeOptions: ParsableArguments {
     package func serve(label: String, extensions: [any GatewayExtension] = [], developerTool: Bool = false)
         async throws
     {
+        // The host's tasks run on NIO's event loops, where its sockets are, rather than on Swift's own pool with a
+        // hop between the two at every await (docs/decisions.md#one-executor). Nothing the host does blocks a
+        // thread (it awaits its workers' pipes and exits; it makes no database call), and this runs before its
+        // first task: an argument parser's command has started none.
+        let oneExecutor = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         JSONLogHandler.bootstrap()
         var logger = Logger(label: label)
         logger[metadataKey: "function"] = .string(label)
+        if !oneExecutor { logger.notice("tasks stay on Swift's own executor: NIO could not take it over") }
         guard let mode = Gateway.Mode(rawValue: mode) else { throw ValidationError("--mode must be cold or warm") }
         try requirePositive([("--max-body", maxBody), ("--warm-workers", warmWorkers)])
         let table = try infra.functionTable()
