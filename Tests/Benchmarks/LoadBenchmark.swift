@@ -79,7 +79,10 @@ struct LoadBenchmark {
 
     /// CPU milliseconds by process group over one run.
     struct CPU {
+        /// The gateway's process tree: the gateway and its function workers.
         var gateway = 0.0
+        /// Of which the function workers (the gateway's descendants, the exited ones included).
+        var functions = 0.0
         var postgres = 0.0
         var sweep = 0.0
         var loadGenerator = 0.0
@@ -372,7 +375,8 @@ struct LoadBenchmark {
             let sweeps = Array(cron.runs.dropFirst(sweepsBefore))
             var result = Run(targetRate: rate, retryAfter: retryAfter, scheduled: lines.count)
             result.cpu = CPU(
-                gateway: after.gateway - before.gateway, postgres: after.postgres - before.postgres,
+                gateway: after.gateway - before.gateway, functions: after.functions - before.functions,
+                postgres: after.postgres - before.postgres,
                 sweep: cron.cpuMilliseconds() - sweepCPUBefore, loadGenerator: results.cpuMilliseconds,
                 standIn: after.standIn - before.standIn, nghttpx: after.nghttpx - before.nghttpx,
                 machine: after.machine - before.machine, wallMilliseconds: after.wall - before.wall)
@@ -495,6 +499,7 @@ struct LoadBenchmark {
 
     struct Snapshot {
         let gateway: Double
+        let functions: Double
         let postgres: Double
         let standIn: Double
         let nghttpx: Double
@@ -510,7 +515,7 @@ struct LoadBenchmark {
         let host = ProcessTreeCPU.tree(gateway)
         let postgres = postmaster.map { ProcessTreeCPU.tree($0) }
         return Snapshot(
-            gateway: host.root + host.descendants,
+            gateway: host.root + host.descendants, functions: host.descendants,
             postgres: (postgres.map { $0.root + $0.descendants } ?? 0) - ProcessTreeCPU.milliseconds(bench),
             standIn: standIn.processCPUMilliseconds() ?? 0,
             nghttpx: ProcessTreeCPU.tree(front.processIdentifier).root
@@ -669,9 +674,11 @@ extension LoadBenchmark.Run {
     var summary: String {
         String(
             format: "achieved %.1f/s, HTTP p50/p99 %.0f/%.0f ms, %d answered 503, push p50/p99 %.0f/%.0f ms, "
-                + "%d misses, %d duplicates, CPU/rec gateway %.2f ms, PostgreSQL %.2f ms",
+                + "%d misses, %d duplicates, CPU/rec gateway %.2f ms (functions %.2f, push-sweep %.2f), "
+                + "PostgreSQL %.2f ms",
             achievedRate, httpP50, httpP99, unavailable, pushP50, pushP99, misses, duplicates,
-            perRecording(cpu.gateway + cpu.sweep), perRecording(cpu.postgres))
+            perRecording(cpu.gateway + cpu.sweep), perRecording(cpu.functions), perRecording(cpu.sweep),
+            perRecording(cpu.postgres))
     }
 }
 

@@ -37,13 +37,13 @@ func loadSection(
             - **misses / duplicates**: every enabled device of every linked caregiver but the recording one is owed one
               push per recorded event; a miss is one never accepted, a duplicate one accepted more than once.
             - **CPU per recording** (ms, per recording answered 200, over the run and its settling): the gateway, its
-              function workers and push-sweep (each thread's `schedstat` of the process trees; push-sweep's share also
-              on its own), PostgreSQL (the postmaster and all its children, the bench's own connection taken out), the
+              function workers and push-sweep (each thread's `schedstat` of the process trees, and what their exited
+              processes used; the workers' share and push-sweep's also on their own), PostgreSQL (the postmaster and all its children, the bench's own connection taken out), the
               load generator, the FCM stand-in, nghttpx. **machine**: every process on the machine (/proc/stat), anyone else's included; a
               machine figure well above the sum of ours means other work shared the cores.
 
-            | target rec/s | Retry-After | achieved rec/s | HTTP p50/p99/max ms | 200s' p99 ms | 503 | other / none | time to push p50/p99/max ms | owed | misses | duplicates | stand-in 503s | settle s | gateway + functions | PostgreSQL | of which push-sweep | load generator | FCM stand-in | nghttpx | machine |
-            |---:|:---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+            | target rec/s | Retry-After | achieved rec/s | HTTP p50/p99/max ms | 200s' p99 ms | 503 | other / none | time to push p50/p99/max ms | owed | misses | duplicates | stand-in 503s | settle s | gateway + functions | of which the functions | of which push-sweep | PostgreSQL | load generator | FCM stand-in | nghttpx | machine |
+            |---:|:---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 
             """, title, options.failFirstEvery, options.sweepIntervalSeconds, options.households, options.devices,
         options.seconds, changed, options.settleLimitSeconds)
@@ -51,13 +51,13 @@ func loadSection(
         let cpu = run.cpu
         text += String(
             format:
-                "| %d | %@ | %.1f | %.0f/%.0f/%.0f | %.0f | %d | %d / %d | %.0f/%.0f/%.0f | %d | %d | %d | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+                "| %d | %@ | %.1f | %.0f/%.0f/%.0f | %.0f | %d | %d / %d | %.0f/%.0f/%.0f | %d | %d | %d | %d | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
             run.targetRate, run.retryAfter ? "1 s" : "none", run.achievedRate, run.httpP50, run.httpP99, run.httpMax,
             run.acceptedP99, run.unavailable, run.otherStatus, run.unanswered, run.pushP50, run.pushP99, run.pushMax,
             run.owed,
             run.misses, run.duplicates, run.injectedFailures, run.settleSeconds,
-            run.perRecording(cpu.gateway + cpu.sweep),
-            run.perRecording(cpu.postgres), run.perRecording(cpu.sweep), run.perRecording(cpu.loadGenerator),
+            run.perRecording(cpu.gateway + cpu.sweep), run.perRecording(cpu.functions), run.perRecording(cpu.sweep),
+            run.perRecording(cpu.postgres), run.perRecording(cpu.loadGenerator),
             run.perRecording(cpu.standIn), run.perRecording(cpu.nghttpx), run.perRecording(cpu.machine))
     }
     text +=
