@@ -21,6 +21,8 @@ final class CurlTransfer {
     }
 
     let handle: UnsafeMutableRawPointer
+    /// Whether the transfer made the handle (and cleans it up), or was lent one by a ``CurlSession`` (and resets it).
+    private let ownsHandle: Bool
     let tag: Int
     /// Asked for a connection of its own (see ``init(request:tag:timeoutMilliseconds:opensConnection:)``).
     let opensConnection: Bool
@@ -33,15 +35,24 @@ final class CurlTransfer {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// `CURLOPT_ERRORBUFFER`: libcurl's sentence for a failure, read for TLS failures only.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    private var released = false
 
     /// Prepares (but does not start) a transfer, loading libcurl if nothing has yet.
     /// - Throws: ``CurlError`` when libcurl cannot be loaded or refuses the handle or an option.
-    /// - Parameter opensConnection: a new connection for this transfer, whatever the pool holds (`FRESH_CONNECT`):
-    ///   how ``CurlClient`` opens exactly the HTTP/2 connections a batch needs.
-    init(request: CurlRequest, tag: Int, timeoutMilliseconds: Int, opensConnection: Bool = false) throws(CurlError) {
+    /// - Parameters:
+    ///   - opensConnection: a new connection for this transfer, whatever the pool holds (`FRESH_CONNECT`): how
+    ///     ``CurlClient`` opens exactly the HTTP/2 connections a batch needs.
+    ///   - lent: a handle whose options are at their defaults (new, or reset), which the transfer uses and resets
+    ///     when it ends — keeping its live connection for the next transfer — instead of making one and cleaning
+    ///     it up.
+    init(
+        request: CurlRequest, tag: Int, timeoutMilliseconds: Int, opensConnection: Bool = false,
+        lent: UnsafeMutableRawPointer? = nil
+    ) throws(CurlError) {
         try CurlLibrary.load()
-        guard let handle = ccurl_easy_init() else { throw CurlError(.setupFailed) }
+        guard let handle = lent ?? ccurl_easy_init() else { throw CurlError(.setupFailed) }
         self.handle = handle
+        self.ownsHandle = lent == nil
         self.tag = tag
         self.opensConnection = opensConnection
         self.isTLS = request.multiplexes
@@ -51,15 +62,22 @@ final class CurlTransfer {
         do {
             try configure(request, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
-            ccurl_slist_free_all(headerList)
-            ccurl_easy_cleanup(handle)
-            errorBuffer.deallocate()
+            release()
             throw error
         }
     }
 
     deinit {
-        ccurl_easy_cleanup(handle)
+        release()
+    }
+
+    /// Cleans the handle up, or resets a lent one (no option of it then points at this transfer's memory), before
+    /// the header list and the error buffer it may point at are freed. Once: an initializer that throws after every
+    /// property is set releases here, and its instance's `deinit` then runs too.
+    private func release() {
+        guard !released else { return }
+        released = true
+        if ownsHandle { ccurl_easy_cleanup(handle) } else { ccurl_easy_reset(handle) }
         ccurl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }

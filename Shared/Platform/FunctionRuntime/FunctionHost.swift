@@ -81,7 +81,7 @@ extension InvocationHandler {
 public final class ResponseWriter<Response: Encodable & Sendable> {
     fileprivate enum Destination {
         case standardOutput
-        case runtimeAPI(client: CurlClient, invocationURL: String)
+        case runtimeAPI(client: CurlSession, invocationURL: String)
         case memory(onWrite: (Response) -> Void)
     }
 
@@ -204,9 +204,9 @@ public enum FunctionHost {
     /// The Runtime-API loop; returns the exit status once the Runtime API has gone away.
     static func runLoop<H: InvocationHandler>(_ handler: H, api: String) -> Int32 {
         let base = "http://\(api)/2018-06-01/runtime"
-        let client: CurlClient
+        let client: CurlSession
         do {
-            client = try CurlClient(maxConnectionsPerHost: 1)
+            client = try CurlSession()
         } catch {
             handler.logger.error("runtime API unreachable", metadata: ["error": .string(error.description)])
             return 1
@@ -271,7 +271,7 @@ public enum FunctionHost {
 
     /// Posts a result to the Runtime API. Returns whether it was accepted (2xx); a refusal is logged.
     @discardableResult
-    fileprivate static func post(_ url: String, body: [UInt8], client: CurlClient, logger: Logger) -> Bool {
+    fileprivate static func post(_ url: String, body: [UInt8], client: CurlSession, logger: Logger) -> Bool {
         let request = CurlRequest(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body)
         switch client.perform(request, timeoutMilliseconds: 10_000) {
         case .success(let response) where (200..<300).contains(response.status):
