@@ -66,8 +66,21 @@ struct ClientAddressTests {
         #expect(IPAddress("::ffff:192.0.2.1")?.bytes == [192, 0, 2, 1])
         #expect(IPAddress("2001:db8::1")?.bytes.count == 16)
         #expect(IPAddress("::")?.bytes == Array(repeating: 0, count: 16))
+        // Ports come off; leading zeros and upper-case hex read as written; an embedded IPv4 tail is its 4 bytes.
+        #expect(IPAddress("192.0.2.1:8080")?.bytes == [192, 0, 2, 1])
+        #expect(IPAddress("[::ffff:192.0.2.1]:443")?.bytes == [192, 0, 2, 1])
+        #expect(IPAddress("010.0.0.1")?.bytes == [10, 0, 0, 1])
+        #expect(IPAddress("2001:DB8::A")?.description == "2001:db8:0:0:0:0:0:a")
+        #expect(
+            IPAddress("64:ff9b::192.0.2.33")?.bytes == [0, 0x64, 0xff, 0x9b] + Array(repeating: 0, count: 8) + [
+                192, 0, 2, 33,
+            ])
+        #expect(IPAddress("1:2:3:4:5:6:7:8")?.description == "1:2:3:4:5:6:7:8")
+        #expect(IPAddress("255.255.255.255")?.description == "255.255.255.255")
         for bad in [
             "", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.-4", "::1::2", "1:2:3:4:5:6:7:8:9", "g::1", "[::1", "x",
+            "+1::2", "1.2.3.4 ", " 1.2.3.4", "1..2.3", "1.2.3.4:x", "[::1]x", ":::", "12345::1", "1.2.3.0255",
+            "::ffff:1.2.3", "１.2.3.4", "[]", "1.2.3.4:5:6",
         ] {
             #expect(IPAddress(bad) == nil, "\(bad)")
         }
