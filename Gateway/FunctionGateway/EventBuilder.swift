@@ -68,10 +68,20 @@ enum EventBuilder {
 
     /// JSON, text and forms travel as text; anything else as base64.
     static func isText(contentType: String?) -> Bool {
-        guard let type = contentType?.lowercased() else { return true }
-        return type.hasPrefix("text/") || type.contains("json") || type.contains("xml")
-            || type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("application/javascript")
+        guard let contentType else { return true }
+        // ASCII-lower-cased bytes, searched as bytes: every request with a body asks.
+        let type = contentType.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }
+        func has(_ part: [UInt8]) -> Bool {
+            guard part.count <= type.count else { return false }
+            return (0...(type.count - part.count)).contains { type[$0..<($0 + part.count)].elementsEqual(part) }
+        }
+        return textPrefixes.contains { type.starts(with: $0) } || textParts.contains(where: has)
     }
+
+    private static let textPrefixes = ["text/", "application/x-www-form-urlencoded", "application/javascript"].map {
+        Array($0.utf8)
+    }
+    private static let textParts = ["json", "xml"].map { Array($0.utf8) }
 
     /// `22/Nov/2026:02:00:00 +0000`, API Gateway's `requestContext.time`.
     static func accessLogTime(_ date: Date) -> String {

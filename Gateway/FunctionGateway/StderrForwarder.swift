@@ -1,5 +1,6 @@
 import Codecs
 import Foundation
+import FunctionRuntime
 
 /// Forwards a function's stderr to the gateway's, one JSON line per line, tagged with the function and request.
 struct StderrForwarder: Sendable {
@@ -50,8 +51,9 @@ struct StderrForwarder: Sendable {
         }
     }
 
-    /// One write per line, so that lines of concurrent workers do not interleave.
+    /// One write per line, so that lines of concurrent workers do not interleave: straight to the descriptor (a
+    /// line a worker logs costs no `Data` and no `FileHandle` on the way), and a gone reader is not an error here.
     private static func write(_ bytes: [UInt8]) {
-        FileHandle.standardError.write(Data(bytes))
+        StandardStreams.writeAll(bytes, to: STDERR_FILENO)
     }
 }

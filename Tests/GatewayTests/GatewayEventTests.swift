@@ -57,6 +57,21 @@ struct GatewayEventTests {
         #expect(event.isBase64Encoded == true && event.body == Data([0xff, 0x00, 0x41]).base64EncodedString())
     }
 
+    @Test("which bodies travel as text: JSON, XML, text and forms, whatever the case of their media type")
+    func textBodies() {
+        for type in [
+            "application/json", "Application/JSON; charset=utf-8", "application/problem+json", "text/plain",
+            "TEXT/HTML", "application/xml", "image/svg+xml", "application/x-www-form-urlencoded",
+            "application/javascript",
+        ] {
+            #expect(EventBuilder.isText(contentType: type), "\(type)")
+        }
+        #expect(EventBuilder.isText(contentType: nil))
+        for type in ["application/octet-stream", "image/png", "", "js", "application/jso", "multipart/form-data"] {
+            #expect(!EventBuilder.isText(contentType: type), "\(type)")
+        }
+    }
+
     @Test("a scheduled event is EventBridge's Scheduled Event")
     func scheduledEvent() throws {
         let bytes = EventBuilder.scheduledEvent(
