@@ -1,3 +1,4 @@
+import Codecs
 import FunctionRuntime
 import ProcessSupervision
 import Foundation
@@ -225,7 +226,7 @@ package final class Gateway: Sendable {
         {
             return given
         }
-        return UUID().uuidString.lowercased()
+        return UUID.random().lowercasedText
     }
 
     /// Whether a drain has begun (`/readyz` answers 503 from then on).

@@ -109,7 +109,7 @@ package final class Scheduler: Sendable {
 
     private func run(_ function: FunctionTable.Function) async {
         let started = ContinuousClock.now
-        let id = UUID().uuidString.lowercased()
+        let id = UUID.random().lowercasedText
         let event = EventBuilder.scheduledEvent(function: function.name, id: id, region: region, now: Date())
         // The run ends when the invocation does (the process exits, or the warm worker asks for more), not when
         // the output arrives.

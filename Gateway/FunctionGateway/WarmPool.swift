@@ -1,3 +1,4 @@
+import Codecs
 import FunctionRuntime
 import ProcessSupervision
 import Foundation
@@ -174,7 +175,7 @@ actor WarmPool {
     ) async -> FunctionOutcome {
         let deadline = Int64((Date().timeIntervalSince1970 + Double(function.timeoutSeconds)) * 1000)
         let event = Event(
-            awsRequestID: UUID().uuidString.lowercased(), deadlineMilliseconds: deadline, body: body,
+            awsRequestID: UUID.random().lowercasedText, deadlineMilliseconds: deadline, body: body,
             clientRequestID: clientRequestID)
         let awsRequestID = event.awsRequestID
         return await withCheckedContinuation { continuation in

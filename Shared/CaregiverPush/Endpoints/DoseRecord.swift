@@ -31,7 +31,7 @@ public struct DoseRecord: Endpoint {
         ) { transaction -> Recorded<DoseRecordBody> in
             // The record's id is made here, and the event the push is about: the call queues it only if its insert
             // recorded the dose.
-            let recordID = AppID(UUID())
+            let recordID = AppID(UUID.random())
             let storedTakenAt = try Date(postgresText: takenAt.postgresText)
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: TokyoClock.dateString(of: scheduledAt),

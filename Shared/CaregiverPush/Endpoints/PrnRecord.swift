@@ -57,7 +57,7 @@ public struct PrnRecord: Endpoint {
         ) { transaction -> Recorded<RecordResponse<PRNRecordBody>> in
             // The record's id is made here, and the event the push is about (of its own, keyed by this record:
             // never merged into a slot's, docs/behaviour.md#event-key): the call queues it only if it records.
-            let recordID = AppID(UUID())
+            let recordID = AppID(UUID.random())
             let storedTakenAt = try Date(postgresText: takenAt.date.postgresText)
             let event = DoseTakenEvent.prn(
                 recordID: recordID, patientID: access.patientID, takenAt: storedTakenAt,

@@ -1,3 +1,4 @@
+import Codecs
 import FunctionRuntime
 import FoundationEssentials
 import Libpq
@@ -25,7 +26,7 @@ public struct SlotBulkRecord: Endpoint {
 
         let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
 
-        let groupID = AppID(UUID())
+        let groupID = AppID(UUID.random())
         // Round trips: the lock and the slot's doses; one call that inserts them and queues the push the group
         // owes; COMMIT. Identical concurrent requests queue at
         // the lock, so the group is recorded by one of them, whole; for a caregiver the lock is taken in one
@@ -47,7 +48,7 @@ public struct SlotBulkRecord: Endpoint {
             // Every dose's insert and the group's push, one call (migration 000022): its ids made here, and the
             // event, within time only if every dose the call records is (it says which; a dose recorded before is
             // left as it is).
-            let recordIDs = doses.map { _ in AppID(UUID()) }
+            let recordIDs = doses.map { _ in AppID(UUID.random()) }
             let onTime = doses.map { DoseRules.isWithinTime(scheduledAt: $0.scheduledAt, takenAt: takenAt) }
             let event = DoseTakenEvent(
                 patientID: access.patientID, date: date.text, slot: slot, recordingGroupID: groupID, takenAt: takenAt,

@@ -103,7 +103,7 @@ final class RecordingTransaction {
         _ event: DoseTakenEvent, in flight: inout PipelinedTransaction.Flight, ifRecorded: PushOutbox.RecordedRow?
     ) -> OwedPush {
         let sendsHere = configuration.pushFirstSend == .recording
-        let token = sendsHere ? UUID() : nil
+        let token = sendsHere ? UUID.random() : nil
         guard
             let query = PushOutbox.enqueueQuery(
                 event, source: source, configuration: configuration, ifRecorded: ifRecorded, lease: token,
@@ -123,7 +123,7 @@ extension RecordingTransaction {
     /// (`PUSH_FIRST_SEND=sweep`). The call's leased rows go to ``leasedByCall(_:)``.
     func pushArguments(for event: DoseTakenEvent) -> (arguments: PushOutbox.CallArguments, owed: OwedPush) {
         let environment = PushOutbox.environment(configuration, logger: logger)
-        let token = environment != nil && configuration.pushFirstSend == .recording ? UUID() : nil
+        let token = environment != nil && configuration.pushFirstSend == .recording ? UUID.random() : nil
         callLease = token
         let arguments = PushOutbox.CallArguments(
             environment: environment, registrationDays: configuration.pushDeviceStaleDays,

@@ -1,3 +1,4 @@
+import Codecs
 import FoundationEssentials
 import FunctionRuntime
 import Libpq
@@ -38,7 +39,7 @@ public final class EndpointHandler<E: Endpoint>: InvocationHandler {
         do {
             event = try APIGatewayV2Request(parsing: input.eventBytes)
         } catch {
-            let requestID = input.requestIDFallback ?? UUID().uuidString.lowercased()
+            let requestID = input.requestIDFallback ?? UUID.random().lowercasedText
             logger.warning(
                 "invocation event is not an API Gateway 2.0 event", metadata: ["requestId": .string(requestID)])
             try? writer.write(.problem(.badRequest(error.detail), requestID: requestID))
@@ -87,7 +88,7 @@ public final class EndpointHandler<E: Endpoint>: InvocationHandler {
 
     public func oversizedEvent(limit: Int) -> APIGatewayV2Response {
         logger.warning("invocation event exceeds the size limit", metadata: ["limit": "\(limit)"])
-        return .problem(.payloadTooLarge(limit: Self.bodyLimit), requestID: UUID().uuidString.lowercased())
+        return .problem(.payloadTooLarge(limit: Self.bodyLimit), requestID: UUID.random().lowercasedText)
     }
 
     public func willInvoke() { service.renewIfPastGrace() }
@@ -126,7 +127,7 @@ public final class ScheduledHandler<J: ScheduledJob>: InvocationHandler {
         }
         var log = logger
         let requestID = [eventID, input.requestIDFallback].compactMap { $0 }.first { FunctionRequest.isPrintableID($0) }
-        log[metadataKey: "requestId"] = .string(requestID ?? UUID().uuidString.lowercased())
+        log[metadataKey: "requestId"] = .string(requestID ?? UUID.random().lowercasedText)
         let configuration = service.configuration
         guard configuration.databaseURL != nil else {
             // A database secret that could not be read (on Lambda) is the cause to name.

@@ -293,7 +293,7 @@ public struct FunctionRequest: Sendable {
     public static func requestID(of event: APIGatewayV2Request, fallback: String?) -> String {
         let candidates = [event.requestContext?.requestId, event.headerValue("x-request-id"), fallback]
         for case let candidate? in candidates where isPrintableID(candidate) { return candidate }
-        return UUID().uuidString.lowercased()
+        return UUID.random().lowercasedText
     }
 
     /// A request id is echoed into headers and logs: keep it short and printable.

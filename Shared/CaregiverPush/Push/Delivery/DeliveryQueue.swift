@@ -61,7 +61,7 @@ enum DeliveryQueue {
     static func lease(
         eventKey: String?, limit: Int, configuration: Configuration, database: DatabaseSession
     ) throws -> (token: UUID, deliveries: [LeasedDelivery]) {
-        let token = UUID()
+        let token = UUID.random()
         // One PL/pgSQL call (migration 000017): the statement's plan is kept for the server connection's life.
         let rows = try database.connection().transaction([
             """

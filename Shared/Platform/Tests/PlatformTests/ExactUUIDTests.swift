@@ -35,4 +35,33 @@ struct ExactUUIDTests {
             #expect(UUID(exactly: bad) == nil, "\(bad)")
         }
     }
+
+    @Test(
+        "a random UUID is version 4 with RFC 9562's variant, its bits otherwise the generator's; never the same twice")
+    func random() {
+        var seen = Set<UUID>()
+        for _ in 0..<10_000 {
+            let uuid = UUID.random()
+            #expect(uuid.uuid.6 >> 4 == 4 && uuid.uuid.8 >> 6 == 0b10, "\(uuid)")
+            seen.insert(uuid)
+        }
+        #expect(seen.count == 10_000)
+        let all = UUID.random(high: .max, low: .max)
+        #expect(all.uuidString == "FFFFFFFF-FFFF-4FFF-BFFF-FFFFFFFFFFFF")
+        let none = UUID.random(high: 0, low: 0)
+        #expect(none.uuidString == "00000000-0000-4000-8000-000000000000")
+        let pattern = UUID.random(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210)
+        #expect(pattern.uuidString == "01234567-89AB-4DEF-BEDC-BA9876543210")
+    }
+
+    @Test("the lower-case text is Foundation's text lower-cased, for any UUID")
+    func lowercasedText() {
+        for _ in 0..<5_000 {
+            let uuid = UUID()
+            #expect(uuid.lowercasedText == uuid.uuidString.lowercased())
+        }
+        #expect(
+            UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)).lowercasedText
+                == "00000000-0000-0000-0000-000000000000")
+    }
 }
