@@ -60,6 +60,24 @@ struct StrictInputTests {
         #expect(UUID(uuidString: text + "\u{0}x") != nil)
     }
 
+    @Test("an id that is a UUID has one text, lower-case as PostgreSQL prints it; any other id stays as written")
+    func appIDText() {
+        for _ in 0..<100 {
+            let uuid = UUID()
+            #expect(AppID(uuid.uuidString)?.text == uuid.uuidString.lowercased())
+            #expect(AppID(uuid.uuidString.lowercased())?.text == uuid.uuidString.lowercased())
+            #expect(AppID(uuid).text == uuid.uuidString.lowercased())
+        }
+        let mixed = "6F1C2A4E-8d3b-4C5A-9E7F-0A1B2C3D4E5F"
+        #expect(AppID(mixed)?.text == mixed.lowercased())
+        for kept in [
+            "Patient-ABC", mixed + "0", String(mixed.dropLast()), mixed.replacingOccurrences(of: "E-8d", with: "E8-d"),
+            mixed.replacingOccurrences(of: "6F1C", with: "6G1C"), "ABCDEF",
+        ] {
+            #expect(AppID(kept)?.text == kept, "\(kept)")
+        }
+    }
+
     @Test("a caregiver JWT whose sub is a UUID followed by NUL and more is refused by every function")
     func nulInSubject() throws {
         let household = try RecordingHousehold.make(devicesPerCaregiver: [1])

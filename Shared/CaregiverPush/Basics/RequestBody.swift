@@ -156,12 +156,12 @@ public struct AppID: Hashable, Sendable, Comparable, CustomStringConvertible, Po
         guard (1...Self.maximumLength).contains(text.utf8.count), text.utf8.allSatisfy(Self.isIDByte) else {
             return nil
         }
-        self.text = UUID(exactly: text).map { $0.uuidString.lowercased() } ?? text
+        self.text = Self.lowercasedIfUUID(text)
     }
 
     /// A UUID the functions made (a record's id), in its lowercase text form.
     public init(_ uuid: UUID) {
-        text = uuid.uuidString.lowercased()
+        text = uuid.lowercasedText
     }
 
     public var description: String { text }
@@ -175,6 +175,32 @@ public struct AppID: Hashable, Sendable, Comparable, CustomStringConvertible, Po
     }
 
     public static func < (lhs: AppID, rhs: AppID) -> Bool { lhs.text < rhs.text }
+
+    /// `text` lower-cased when it is a UUID in its exact form (`UUID(exactly:)`: 8-4-4-4-12 hex digits), which is
+    /// the form PostgreSQL prints; anything else as it is. Read as bytes, with no `UUID` made and printed again:
+    /// every id of every request and row passes here.
+    static func lowercasedIfUUID(_ text: String) -> String {
+        var hasUpper = false
+        var count = 0
+        for byte in text.utf8 {
+            switch count {
+            case 8, 13, 18, 23:
+                guard byte == UInt8(ascii: "-") else { return text }
+            default:
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): break
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): hasUpper = true
+                default: return text
+                }
+            }
+            count += 1
+            guard count <= 36 else { return text }
+        }
+        guard count == 36, hasUpper else { return text }
+        return String(
+            decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") ? $0 | 0x20 : $0 },
+            as: UTF8.self)
+    }
 
     private static func isIDByte(_ byte: UInt8) -> Bool {
         switch byte {
