@@ -18,11 +18,18 @@ extension StringProtocol {
     /// The text without leading and trailing spaces and tabs (HTTP's optional whitespace, RFC 9110 §5.6.3), which is
     /// what `trimmingCharacters(in: .whitespaces)` was used for before FoundationEssentials.
     public func trimmingOptionalWhitespace() -> String {
+        // Most text has nothing to trim (a header value libcurl or the HTTP parser trimmed already): a space or a tab
+        // character is its one byte, so text that neither starts nor ends with one of those bytes is returned whole,
+        // without walking its characters.
+        let text = String(self)
+        let isSpaceByte = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        if let head = text.utf8.first, let tail = text.utf8.last, !isSpaceByte(head), !isSpaceByte(tail) { return text }
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+        guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) })
+        else {
             return ""
         }
-        return String(self[first...last])
+        return String(text[first...last])
     }
 }
 

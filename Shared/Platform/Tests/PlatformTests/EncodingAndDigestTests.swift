@@ -161,3 +161,20 @@ struct DigestTests {
         #expect(throws: CryptoError.self) { try SecureRandom.bytes(-1) }
     }
 }
+
+@Suite("HTTP's optional whitespace")
+struct OptionalWhitespaceTests {
+    @Test("spaces and tabs come off both ends, nothing else does; text with none is returned as it is")
+    func trimming() {
+        let cases: [(String, String)] = [
+            ("1795991785978", "1795991785978"), (" 17 ", "17"), ("\t17\t", "17"), (" \t a b \t ", "a b"),
+            ("", ""), ("   ", ""), ("\t", ""), ("a", "a"), ("\u{A0}a\u{A0}", "\u{A0}a\u{A0}"), ("\na\n", "\na\n"),
+            // A space carrying a combining mark is one character that is not a space: it stays.
+            (" \u{301}a", " \u{301}a"), ("  \u{301}a", " \u{301}a"), ("Bearer x ", "Bearer x"),
+        ]
+        for (text, trimmed) in cases {
+            #expect(text.trimmingOptionalWhitespace() == trimmed, "\(text.debugDescription)")
+            #expect(text[...].trimmingOptionalWhitespace() == trimmed, "\(text.debugDescription)")
+        }
+    }
+}
