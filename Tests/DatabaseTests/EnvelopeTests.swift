@@ -67,6 +67,48 @@ struct EnvelopeTests {
     }
 
     @Test(
+        "a recording endpoint reads a patient's session before the body: 401 for a revoked, expired or unknown one, whatever the body; a valid one gets the body's own 415, 400 or 422; nothing recorded"
+    )
+    func recordingPatientSessionFirst() throws {
+        let (patient, valid, revoked, expired) = try TestDatabase.with { connection in
+            let patient = try Seed.patient(connection)
+            return (
+                patient, try Seed.session(connection, patient: patient),
+                try Seed.session(connection, patient: patient, revoked: true),
+                try Seed.session(connection, patient: patient, expiresIn: -60)
+            )
+        }
+        let unknown = try PatientSessionToken.generate().text
+        // A content type that is not JSON, a body that is not, and one whose fields are all missing.
+        let bodies: [(body: String, contentType: String, status: Int, type: String)] = [
+            ("{}", "text/plain", 415, "/problems/unsupported-media-type"),
+            ("{\"medicationId\": ", "application/json", 400, "/problems/bad-request"),
+            ("{}", "application/json", 422, "/problems/validation"),
+        ]
+        for endpoint in [DoseRecord() as any Endpoint, SlotBulkRecord(), PrnRecord()] {
+            for bad in bodies {
+                for token in [revoked, expired, unknown] {
+                    expectProblem(
+                        invoke(endpoint, event: makeEvent(bearer: token, body: bad.body, contentType: bad.contentType)),
+                        status: 401, type: "/problems/unauthorized")
+                }
+                expectProblem(
+                    invoke(endpoint, event: makeEvent(bearer: valid, body: bad.body, contentType: bad.contentType)),
+                    status: bad.status, type: bad.type)
+            }
+        }
+        let recorded = try TestDatabase.with { connection in
+            try connection.query(
+                """
+                SELECT (SELECT count(*) FROM dose_records WHERE patient_id = \(patient))
+                     + (SELECT count(*) FROM prn_dose_records WHERE patient_id = \(patient))
+                """
+            ).single?.decode(Int.self)
+        }
+        #expect(recorded == 0)
+    }
+
+    @Test(
         "malformed JSON, a non-object body, duplicate members and an empty body are 400",
         arguments: ["{\"token\": ", "[1,2]", "\"text\"", "{\"token\":\"a\",\"token\":\"b\"}", "", "{} {}"]
     )

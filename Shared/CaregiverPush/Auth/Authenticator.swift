@@ -38,19 +38,48 @@ public final class Authenticator {
     public func authenticate(
         _ request: FunctionRequest, database: DatabaseSession, now: Date, logger: Logger
     ) throws -> Principal {
+        switch try credential(request, database: database, now: now, logger: logger) {
+        case .verified(let principal):
+            return principal
+        case .patientSession(let session):
+            // A transaction of its own, though it is one read: only a transaction carries the session's bounds
+            // (`SET LOCAL` lock and statement timeouts; a statement outside one gets the server's defaults, usually
+            // none). Unbounded, a lookup stuck behind a lock (a migration's ALTER TABLE) would wait as long as the
+            // host lets it, and behind a transaction-pooling proxy hold one of the pool's few server connections all
+            // that time. In one flight (BEGIN with the settings, the read, COMMIT), this costs no round trip more
+            // than the bare read did; SET without LOCAL is not an option: it would stay on the pooled server session
+            // for whoever gets it next. A recording reads it in its own transaction instead
+            // (``PatientSession/query``, ``RecordingTransaction/principal()``).
+            let rows = try database.connection().readOnlyTransaction(logger: logger, session.query)
+            return try session.principal(rows, logger: logger)
+        }
+    }
+
+    /// What the request's bearer token proves without the database: a caregiver's verified token, or the patient
+    /// session a well-formed patient token names, still to be looked up (``PatientSession``) — by
+    /// ``authenticate(_:database:now:logger:)`` in a read of its own, or by a recording in its transaction's first
+    /// flight, where the read costs no transaction of its own.
+    /// - Throws: as ``authenticate(_:database:now:logger:)``; a patient token of the wrong shape is a 401 here.
+    public func credential(
+        _ request: FunctionRequest, database: DatabaseSession, now: Date, logger: Logger
+    ) throws -> Credential {
         guard let token = Self.bearerToken(request.header("authorization")) else {
             logger.info("request rejected", metadata: ["auth.reason": "missingBearer"])
             throw Problem.unauthorized()
         }
         if token.hasPrefix(PatientSessionToken.prefix) {
-            return try authenticatePatient(token, database: database, now: now, logger: logger)
+            guard let token = PatientSessionToken(token) else {
+                logger.info("request rejected", metadata: ["auth.reason": "malformedPatientToken"])
+                throw Problem.unauthorized()
+            }
+            return .patientSession(PatientSession(token: token, now: now))
         }
         let (verifier, remote) = try load(logger: logger)
         do {
             let fetched = try remoteKeys(
                 for: token, remote: remote, verifier: verifier, database: database, now: now, logger: logger)
             let identity = try verifier.verify(token, now: now, fetchedKeys: fetched)
-            return .caregiver(id: identity.userID)
+            return .verified(.caregiver(id: identity.userID))
         } catch let rejection as TokenRejection {
             logger.info("request rejected", metadata: ["auth.reason": .string(rejection.reason.rawValue)])
             throw Problem.unauthorized()
@@ -130,32 +159,6 @@ public final class Authenticator {
             })
     }
 
-    private func authenticatePatient(
-        _ text: String, database: DatabaseSession, now: Date, logger: Logger
-    ) throws -> Principal {
-        guard let token = PatientSessionToken(text) else {
-            logger.info("request rejected", metadata: ["auth.reason": "malformedPatientToken"])
-            throw Problem.unauthorized()
-        }
-        let hash = PostgresBytes(token.hash)
-        // A transaction of its own, though it is one read: only a transaction carries the session's bounds (`SET
-        // LOCAL` lock and statement timeouts; a statement outside one gets the server's defaults, usually none).
-        // Unbounded, a lookup stuck behind a lock (a migration's ALTER TABLE) would wait as long as the host lets
-        // it, and behind a transaction-pooling proxy hold one of the pool's few server connections all that time.
-        // In one flight (BEGIN with the settings, the read, COMMIT), this costs no round trip more than the bare
-        // read did; SET without LOCAL is not an option: it would stay on the pooled server session for whoever gets
-        // it next.
-        let rows = try database.connection().readOnlyTransaction(
-            logger: logger,
-            "SELECT * FROM caregiver_push.find_patient_session(\(hash)::bytea, \(now)::text)")
-        guard let row = rows.single else {
-            logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
-            throw Problem.unauthorized()
-        }
-        let (sessionID, patientID) = try row.decode((AppID, AppID).self)
-        return .patient(id: patientID, sessionID: sessionID)
-    }
-
     /// The credentials of `Bearer <token>` (scheme case-insensitive, RFC 9110 §11.1), or `nil`.
     static func bearerToken(_ header: String?) -> String? {
         guard let header else { return nil }
@@ -163,6 +166,42 @@ public final class Authenticator {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingOptionalWhitespace()
         return token.isEmpty ? nil : token
+    }
+}
+
+/// What a bearer token proves before the database is asked (``Authenticator/credential(_:database:now:logger:)``).
+public enum Credential {
+    /// A caregiver's token, verified.
+    case verified(Principal)
+    /// A well-formed patient session token: a ``Principal`` once ``PatientSession/query`` finds its session.
+    case patientSession(PatientSession)
+}
+
+/// The look-up of a patient's session token: its hash and the instant it must be unexpired at. The token itself
+/// stays here; only its hash goes to the database, and neither to a log.
+public struct PatientSession {
+    private let hash: PostgresBytes
+    private let now: Date
+
+    init(token: PatientSessionToken, now: Date) {
+        hash = PostgresBytes(token.hash)
+        self.now = now
+    }
+
+    /// The read: the session's id and patient when it is unrevoked and unexpired at `now`, no row otherwise.
+    public var query: PostgresQuery {
+        "SELECT * FROM caregiver_push.find_patient_session(\(hash)::bytea, \(now)::text)"
+    }
+
+    /// The patient ``query`` found.
+    /// - Throws: ``Problem`` 401 when it found none (logged as `unknownPatientSession`).
+    public func principal(_ rows: PostgresRows, logger: Logger) throws -> Principal {
+        guard let row = rows.single else {
+            logger.info("request rejected", metadata: ["auth.reason": "unknownPatientSession"])
+            throw Problem.unauthorized()
+        }
+        let (sessionID, patientID) = try row.decode((AppID, AppID).self)
+        return .patient(id: patientID, sessionID: sessionID)
     }
 }
 

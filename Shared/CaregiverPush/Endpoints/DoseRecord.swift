@@ -16,19 +16,19 @@ public struct DoseRecord: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<RecordResponse<DoseRecordBody>>
     ) throws -> Responded {
-        let principal = try context.authenticator.authenticate(
+        let credential = try context.authenticator.credential(
             request, database: context.database, now: context.now, logger: context.logger)
-        let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
-        let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
-
-        let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
-
-        // Record: one transaction — one call that checks, writes and queues (migration 000022), then COMMIT: two
-        // round trips.
+        // Record: one transaction — a patient's session, then one call that checks, writes and queues (migration
+        // 000022), then COMMIT: two round trips, three with a patient's session.
         let recorded = try RecordingTransaction.run(
-            access, source: .doseRecord, database: context.database, configuration: context.configuration,
+            credential, source: .doseRecord, database: context.database, configuration: context.configuration,
             logger: context.logger, accessCheckedByCall: true
         ) { transaction -> Recorded<DoseRecordBody> in
+            let principal = try transaction.principal()
+            let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
+            let (medicationID, scheduledAt, takenAt) = (fields.medicationID, fields.scheduledAt, fields.takenAt)
+            let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
+            transaction.grant(access)
             // The record's id is made here, and the event the push is about: the call queues it only if its insert
             // recorded the dose.
             let recordID = AppID(UUID.random())

@@ -31,30 +31,35 @@ public struct PrnRecord: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<RecordResponse<PRNRecordBody>>
     ) throws -> Responded {
-        let principal = try context.authenticator.authenticate(
+        let credential = try context.authenticator.credential(
             request, database: context.database, now: context.now, logger: context.logger)
-        let fields = try Self.validate(
-            RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
-            now: context.now)
-        let (medicationID, takenAt, quantity, idempotencyKey) = (
-            fields.medicationID, fields.takenAt, fields.quantity, fields.idempotencyKey
-        )
-        let fingerprint = Self.fingerprint(medicationID: medicationID, quantity: quantity.sent, takenAt: takenAt.text)
-
-        let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
-        // The key the record is stored under, and the keys of the records it would repeat: the one sent, or the
-        // retry window's (this window's and the one before).
-        let keys =
-            idempotencyKey.map { (stored: $0, repeats: [$0]) }
-            ?? Self.retryKeys(patientID: access.patientID, fingerprint: fingerprint, now: context.now)
-        let lock =
-            idempotencyKey == nil ? (Self.retryLockNamespace, Self.retryLockKey(access.patientID, fingerprint)) : nil
-
-        // One recording transaction: one call that checks, writes and queues (migration 000022), then COMMIT.
+        // One recording transaction: a patient's session, one call that checks, writes and queues (migration
+        // 000022), then COMMIT.
         let recorded = try RecordingTransaction.run(
-            access, source: .prnRecord, database: context.database, configuration: context.configuration,
+            credential, source: .prnRecord, database: context.database, configuration: context.configuration,
             logger: context.logger, accessCheckedByCall: true
         ) { transaction -> Recorded<RecordResponse<PRNRecordBody>> in
+            let principal = try transaction.principal()
+            let fields = try Self.validate(
+                RequestBody(request), idempotencyKey: request.header("idempotency-key"), principal: principal,
+                now: context.now)
+            let (medicationID, takenAt, quantity, idempotencyKey) = (
+                fields.medicationID, fields.takenAt, fields.quantity, fields.idempotencyKey
+            )
+            let fingerprint = Self.fingerprint(
+                medicationID: medicationID, quantity: quantity.sent, takenAt: takenAt.text)
+
+            let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
+            transaction.grant(access)
+            // The key the record is stored under, and the keys of the records it would repeat: the one sent, or the
+            // retry window's (this window's and the one before).
+            let keys =
+                idempotencyKey.map { (stored: $0, repeats: [$0]) }
+                ?? Self.retryKeys(patientID: access.patientID, fingerprint: fingerprint, now: context.now)
+            let lock =
+                idempotencyKey == nil
+                ? (Self.retryLockNamespace, Self.retryLockKey(access.patientID, fingerprint)) : nil
+
             // The record's id is made here, and the event the push is about (of its own, keyed by this record:
             // never merged into a slot's, docs/behaviour.md#event-key): the call queues it only if it records.
             let recordID = AppID(UUID.random())

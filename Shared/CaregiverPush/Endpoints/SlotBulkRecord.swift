@@ -19,23 +19,23 @@ public struct SlotBulkRecord: Endpoint {
     public func handle(
         _ request: FunctionRequest, context: InvocationContext, writer: EndpointWriter<SlotRecordResponse>
     ) throws -> Responded {
-        let principal = try context.authenticator.authenticate(
+        let credential = try context.authenticator.credential(
             request, database: context.database, now: context.now, logger: context.logger)
-        let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
-        let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
-
-        let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
-
         let groupID = AppID(UUID.random())
-        // Round trips: the lock and the slot's doses; one call that inserts them and queues the push the group
-        // owes; COMMIT. Identical concurrent requests queue at
-        // the lock, so the group is recorded by one of them, whole; for a caregiver the lock is taken in one
-        // statement with the link check (no lock without a link), and the doses are read after it.
-        let lock = (namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)")
+        // Round trips: a patient's session; the lock and the slot's doses; one call that inserts them and queues the
+        // push the group owes; COMMIT. Identical concurrent requests queue at the lock, so the group is recorded by
+        // one of them, whole; for a caregiver the lock is taken in one statement with the link check (no lock
+        // without a link), and the doses are read after it.
         let recorded = try RecordingTransaction.run(
-            access, source: .slotBulkRecord, database: context.database, configuration: context.configuration,
-            logger: context.logger, lock: lock
+            credential, source: .slotBulkRecord, database: context.database, configuration: context.configuration,
+            logger: context.logger
         ) { transaction -> Recorded<[DoseRecordBody]> in
+            let principal = try transaction.principal()
+            let fields = try Self.validate(RequestBody(request), principal: principal, now: context.now)
+            let (date, slot, takenAt) = (fields.date, fields.slot, fields.takenAt)
+            let access = try PatientAccess.requested(principal, requestedPatientID: fields.patientID)
+            transaction.grant(
+                access, lock: (namespace: Self.lockNamespace, key: "\(access.patientID):\(date.text):\(slot.rawValue)"))
             var reads = transaction.flight()
             let scheduled = reads.add(Medication.scheduledDosesQuery(patientID: access.patientID, on: date))
             let read = try transaction.run(reads)

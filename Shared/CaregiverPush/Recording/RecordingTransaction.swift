@@ -4,22 +4,26 @@ import FunctionRuntime
 import FoundationEssentials
 import Logging
 
-/// The transaction of a recording endpoint (dose-record, slot-bulk-record, prn-record): the patient access checked
-/// with the first reads, the endpoint's writes with the statement that queues the push they owe, `COMMIT`; it hands
-/// back what was recorded and the push it owes (``Recorded``), which the endpoint responds with.
+/// The transaction of a recording endpoint (dose-record, slot-bulk-record, prn-record): a patient's session read
+/// in its first flight, the patient access checked with the first reads, the endpoint's writes with the statement
+/// that queues the push they owe, `COMMIT`; it hands back what was recorded and the push it owes (``Recorded``),
+/// which the endpoint responds with.
 ///
 /// Each endpoint keeps its own SQL, checks and response; this owns what the three share, and adds no round trip:
-/// the access statement travels ahead of the endpoint's statements in the first flight, and the outbox statement in
-/// whichever flight the endpoint puts it. Waits are bounded by the session's `lock_timeout`, a serialization failure
-/// or deadlock runs the whole body again (``PostgresConnection/withPipelinedTransaction(logger:_:)``), and the push
-/// commits with the dose or not at all.
+/// the session read is the first flight (the one a read of its own would have cost), the access statement travels
+/// ahead of the endpoint's statements in the next flight, and the outbox statement in whichever flight the endpoint
+/// puts it. Waits are bounded by the session's `lock_timeout`, a serialization failure or deadlock runs the whole
+/// body again (``PostgresConnection/withPipelinedTransaction(logger:_:)``), and the push commits with the dose or
+/// not at all.
 final class RecordingTransaction {
     private let transaction: PipelinedTransaction
-    private let access: PatientAccess
-    private let accessQuery: PostgresQuery?
+    private let credential: Credential
+    private let accessCheckedByCall: Bool
     private let source: PushOutbox.Source
     private let configuration: Configuration
     private let logger: Logger
+    private var access: PatientAccess?
+    private var accessQuery: PostgresQuery?
     private var accessAdded = false
     private var accessStatement: PipelinedTransaction.Statement?
     /// The outbox statement and the lease its deliveries are written under; then what it leased, once it ran.
@@ -29,39 +33,35 @@ final class RecordingTransaction {
     private var leased: PostgresRows?
 
     private init(
-        _ transaction: PipelinedTransaction, access: PatientAccess, accessQuery: PostgresQuery?,
+        _ transaction: PipelinedTransaction, credential: Credential, accessCheckedByCall: Bool,
         source: PushOutbox.Source, configuration: Configuration, logger: Logger
     ) {
         self.transaction = transaction
-        self.access = access
-        self.accessQuery = accessQuery
+        self.credential = credential
+        self.accessCheckedByCall = accessCheckedByCall
         self.source = source
         self.configuration = configuration
         self.logger = logger
     }
 
-    /// Runs `body` as one recording transaction for `access` on `database`.
+    /// Runs `body` as one recording transaction for the caller `credential` names, on `database`. The body asks
+    /// for the ``principal()`` first, then checks the request and names the access it records under
+    /// (``grant(_:lock:)``) before its first ``flight()``.
     /// - Parameters:
-    ///   - lock: when given, the first flight takes this transaction-scoped advisory lock (`namespace`,
-    ///     `hashtext(key)`) instead of a bare link check, in the one statement
-    ///     ``PatientAccess/lockQuery(namespace:key:)`` that takes it only with the access.
     ///   - accessCheckedByCall: the body's one call checks a caregiver's link itself, before it writes anything, and
     ///     the body refuses with ``PatientAccess/notFound`` on its answer: no statement of the transaction's own.
     ///   - configuration: whether pushes are on, and the outbox's device bounds.
     /// - Returns: once committed, what the body recorded, with the push it owes when it recorded a dose: the
     ///   endpoint responds with it (``Recorded``).
     static func run<Value>(
-        _ access: PatientAccess, source: PushOutbox.Source, database: DatabaseSession, configuration: Configuration,
-        logger: Logger, lock: (namespace: Int, key: String)? = nil, accessCheckedByCall: Bool = false,
+        _ credential: Credential, source: PushOutbox.Source, database: DatabaseSession, configuration: Configuration,
+        logger: Logger, accessCheckedByCall: Bool = false,
         _ body: (RecordingTransaction) throws -> Recorded<Value>
     ) throws -> Recorded<Value> {
-        let accessQuery =
-            accessCheckedByCall
-            ? nil : lock.map { access.lockQuery(namespace: $0.namespace, key: $0.key) } ?? access.linkQuery
-        return try database.connection().withPipelinedTransaction(logger: logger) { transaction in
+        try database.connection().withPipelinedTransaction(logger: logger) { transaction in
             let recording = RecordingTransaction(
-                transaction, access: access, accessQuery: accessQuery, source: source, configuration: configuration,
-                logger: logger)
+                transaction, credential: credential, accessCheckedByCall: accessCheckedByCall, source: source,
+                configuration: configuration, logger: logger)
             let recorded = try body(recording)
             guard let token = recording.outbox?.token ?? recording.callLease, let leased = recording.leased,
                 !leased.isEmpty
@@ -70,8 +70,36 @@ final class RecordingTransaction {
         }
     }
 
+    /// Who is calling: a caregiver's verified token as it is; a patient's session read now, as the transaction's
+    /// first flight (`BEGIN` with the settings and the read: the one round trip a read-only transaction of its own
+    /// cost, without that transaction's statements), so that a token whose session is unknown, revoked or expired is
+    /// refused before the request's body is looked at (docs/behaviour.md#contract-checks).
+    /// - Throws: ``Problem`` 401 when the patient's session is not found.
+    func principal() throws -> Principal {
+        switch credential {
+        case .verified(let principal):
+            return principal
+        case .patientSession(let session):
+            var read = transaction.flight()
+            let found = read.add(session.query)
+            return try session.principal(transaction.run(read)[found], logger: logger)
+        }
+    }
+
+    /// The access the body records under, before its first ``flight()``.
+    /// - Parameter lock: when given, the first flight takes this transaction-scoped advisory lock (`namespace`,
+    ///   `hashtext(key)`) instead of a bare link check, in the one statement
+    ///   ``PatientAccess/lockQuery(namespace:key:)`` that takes it only with the access.
+    func grant(_ access: PatientAccess, lock: (namespace: Int, key: String)? = nil) {
+        self.access = access
+        accessQuery =
+            accessCheckedByCall
+            ? nil : lock.map { access.lockQuery(namespace: $0.namespace, key: $0.key) } ?? access.linkQuery
+    }
+
     /// An empty flight; the transaction's first already holds the access statement, ahead of the endpoint's.
     func flight() -> PipelinedTransaction.Flight {
+        precondition(access != nil, "a recording grants its access before its first flight")
         var flight = transaction.flight()
         if !accessAdded {
             accessAdded = true
@@ -85,7 +113,9 @@ final class RecordingTransaction {
     @discardableResult
     func run(_ flight: PipelinedTransaction.Flight) throws -> PipelinedTransaction.FlightResults {
         let results = try transaction.run(flight)
-        if let accessStatement, results.includes(accessStatement) { try access.checkLink(results[accessStatement]) }
+        if let access, let accessStatement, results.includes(accessStatement) {
+            try access.checkLink(results[accessStatement])
+        }
         if let outbox, results.includes(outbox.statement) {
             let rows: PostgresRows = results[outbox.statement]
             leased = rows
