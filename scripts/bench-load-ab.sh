@@ -30,14 +30,15 @@ run)
     dir=$(cd "${2:?usage: bench-load-ab.sh run DIR OUTPUT}" && pwd)
     output=${3:?usage: bench-load-ab.sh run DIR OUTPUT}
     # The bench's own database (scripts/with-db.sh), then the load section's durable one.
-    exec scripts/with-db.sh "${BENCH_PG_PORT:-25434}" scripts/bench-load-ab.sh inside "$dir" "$output"
+    PG_PRELOAD_LIBRARIES=plpgsql exec scripts/with-db.sh "${BENCH_PG_PORT:-25434}" scripts/bench-load-ab.sh inside "$dir" "$output"
     ;;
 inside)
     dir=$2 output=$3
     port=${BENCH_LOAD_PG_PORT:-25435}
     load_pg_dir=$(mktemp -d /tmp/caregiver-push-bench-load-pg.XXXXXX)
     trap 'scripts/pg.sh stop "$load_pg_dir"; rm -rf "$load_pg_dir"' EXIT
-    PG_DURABLE=1 PG_PRELOAD_LIBRARIES=pg_stat_statements PG_MAX_CONNECTIONS=300 scripts/pg.sh start "$load_pg_dir" "$port"
+    PG_DURABLE=1 PG_PRELOAD_LIBRARIES=pg_stat_statements,plpgsql PG_MAX_CONNECTIONS=300 \
+        scripts/pg.sh start "$load_pg_dir" "$port"
     BENCH_LOAD_DATABASE_URL=$(scripts/pg.sh url "$port")
     mkdir -p .build/bench-c
     cc -O2 -Wall -Werror -o .build/bench-c/loadgen Tests/Benchmarks/c/loadgen.c

@@ -160,7 +160,7 @@ lever_build() {
 }
 
 # The load section's own PostgreSQL: durable (the defaults, not the test clusters' fsync=off) with pg_stat_statements
-# loaded, on BENCH_LOAD_PG_PORT, stopped on exit; its URL in BENCH_LOAD_DATABASE_URL. The host: the gateway's release
+# and PL/pgSQL preloaded, on BENCH_LOAD_PG_PORT, stopped on exit; its URL in BENCH_LOAD_DATABASE_URL. The host: the gateway's release
 # build (BENCH_GATEWAY), in the bench's configuration of the build directory (the image links the Swift runtime
 # statically, which the bench, through the Testing module of its fixtures, cannot: one configuration, not two that
 # rebuild each other). The open-loop client (c/loadgen.c) and the peak-RSS helper, which reports push-sweep's CPU.
@@ -168,7 +168,7 @@ prepare_load() {
     local port=${BENCH_LOAD_PG_PORT:-25435} source=Tests/Benchmarks/c out=.build/bench-c
     load_pg_dir=$(mktemp -d /tmp/caregiver-push-bench-load-pg.XXXXXX)
     trap 'scripts/pg.sh stop "$load_pg_dir"; rm -rf "$load_pg_dir"' EXIT
-    PG_DURABLE=1 PG_PRELOAD_LIBRARIES=pg_stat_statements PG_MAX_CONNECTIONS=${PG_MAX_CONNECTIONS:-300} \
+    PG_DURABLE=1 PG_PRELOAD_LIBRARIES=pg_stat_statements,plpgsql PG_MAX_CONNECTIONS=${PG_MAX_CONNECTIONS:-300} \
         scripts/pg.sh start "$load_pg_dir" "$port"
     BENCH_LOAD_DATABASE_URL=$(scripts/pg.sh url "$port")
     swift build -c "$configuration" --product gateway
@@ -229,6 +229,9 @@ if [ "${1:-}" = "--inside" ]; then
 else
     # Enough connections for the pooler section's 200 direct cold invocations at once.
     export PG_MAX_CONNECTIONS=${PG_MAX_CONNECTIONS:-300}
+    # PL/pgSQL loaded by the postmaster, as Supabase's image loads it (its shared_preload_libraries), so that a new
+    # server backend does not load it at its first call (docs/decisions.md#plpgsql-preloaded).
+    export PG_PRELOAD_LIBRARIES=${PG_PRELOAD_LIBRARIES:-plpgsql}
     # python3-venv for the peer; when it cannot be installed the venv step fails and the report says why.
     scripts/install-deps.sh --bench-peer || echo "bench: the peer's Python venv support is missing (see above)" >&2
     scripts/with-db.sh "${BENCH_PG_PORT:-25434}" scripts/bench.sh --inside

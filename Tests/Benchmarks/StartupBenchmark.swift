@@ -976,8 +976,9 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
             **The same registration on a new connection** (a new server backend each time, as a cold function
             connected straight to PostgreSQL gets; connecting untimed; alternated, %d each, medians): one
             `register_push_device` call %.3f ms, the statements sent one by one %.3f ms (%+.3f ms for the call: a
-            backend's first call loads PL/pgSQL and compiles the function, and plans each statement as the first
-            one-by-one registration does). Behind the transaction-mode pooler the deployment takes
+            backend's first call compiles the function, and plans each statement as the first one-by-one
+            registration does; the server preloads PL/pgSQL, as Supabase's does, so no backend loads it at its first
+            call: on a server that does not, that costs more, docs/decisions.md#plpgsql-preloaded). Behind the transaction-mode pooler the deployment takes
             (docs/deploy.md), a cold function gets a server backend that registered before, and pays this at most once
             per server connection ("Behind PgBouncer").
 
