@@ -226,6 +226,30 @@ struct EnvelopeTests {
         #expect(result.log.contains("database unavailable"))
     }
 
+    @Test(
+        "an unreachable database is 503 with Retry-After for a patient's recording on every recording endpoint, with neither the URL nor the token in the response or the log"
+    )
+    func databaseUnavailableForPatientRecording() throws {
+        let unreachable = "postgresql://postgres:hunter2@127.0.0.1:1/caregiver_push?connect_timeout=2"
+        let token = try PatientSessionToken.generate().text
+        let body = json([
+            "medicationId": .string(UUID().uuidString.lowercased()), "scheduledAt": .string("2026-11-20T23:00:00Z"),
+            "date": .string("2026-11-20"), "slot": .string("morning"),
+        ])
+        for endpoint in [DoseRecord() as any Endpoint, SlotBulkRecord(), PrnRecord()] {
+            let result = invoke(
+                endpoint, event: makeEvent(bearer: token, body: body),
+                environment: testEnvironment(["DATABASE_URL": unreachable]))
+            expectProblem(result, status: 503, type: "/problems/unavailable")
+            #expect(result.response.headers["retry-after"] == "5")
+            for secret in ["hunter2", token] {
+                #expect(!result.response.body.contains(secret))
+                #expect(!result.log.contains(secret))
+            }
+            #expect(result.log.contains("database unavailable"))
+        }
+    }
+
     @Test("no response or log line carries the device token, the JWT or the session token")
     func nothingSecretLeaks() throws {
         let caregiver = UUID()
