@@ -37,7 +37,7 @@ let package = Package(
             name: "FunctionRuntime", dependencies: ["Codecs", "Curl", logging], path: "FunctionRuntime",
             swiftSettings: strict),
         .testTarget(
-            name: "PlatformTests", dependencies: ["Codecs", "Curl", "OpenSSLCrypto", "JOSE"],
+            name: "PlatformTests", dependencies: ["Codecs", "Curl", "OpenSSLCrypto", "JOSE", "FunctionRuntime"],
             swiftSettings: strict),
     ]
 )

@@ -773,7 +773,9 @@ func startupSection(databaseURL: String, environment: [String: String]) throws -
         `INSERT … ON CONFLICT ON CONSTRAINT push_devices_owner_token_key DO UPDATE … RETURNING id` once, prints the
         response, closes stdout), `c/runtime` (the same as a Lambda custom runtime over libcurl:
         `GET …/invocation/next`, the check and the upsert on a connection opened at first use and kept,
-        `POST …/invocation/{id}/response`, loop). What the floors still skip: they search the event and the token's
+        `POST …/invocation/{id}/response`, loop; libcurl, as AWS's C++ runtime uses it, where the function speaks
+        HTTP over a socket of its own and never loads libcurl unless it sends: docs/decisions.md#runtime-api-socket).
+        What the floors still skip: they search the event and the token's
         JSON instead of parsing them, and run one statement with no transaction, no advisory lock, no device cap, no
         installation rotation or hand-over. **Earlier floor**: `c/register-unverified` and `c/runtime-unverified`,
         the floors of the rounds before this one, which decode the token's `sub` without checking anything; they

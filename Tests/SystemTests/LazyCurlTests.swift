@@ -4,6 +4,10 @@ import Testing
 import TestFixtures
 import TestSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// libcurl is loaded (dlopen, Shared/Platform/C/CCurl) by the first HTTP client of a process, not at exec: a function that
 /// sends nothing never maps it. What the dynamic loader opened is read from its own trace (`LD_DEBUG=files`,
 /// written to `LD_DEBUG_OUTPUT.<pid>`, not to the function's stderr): each library it opens gets a line
@@ -63,6 +67,38 @@ struct LazyCurlTests {
         #expect(try fake.messages(to: household.allTokens).count == 1)
         let lines = Self.opened("libcurl.so.4", in: recorded.trace)
         #expect(!lines.isEmpty && lines.allSatisfy { $0.contains("dynamically loaded by") }, "\(lines)")
+    }
+
+    @Test("push-register in the Runtime-API loop never loads libcurl: the loop speaks HTTP over its own socket")
+    func runtimeLoopDoesNotLoadCurl() throws {
+        _ = TestDatabase.migrated
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ld-loop-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let event = directory.appendingPathComponent("event.json")
+        try makeEvent(path: "/api/push/register", bearer: nil, body: "{}").write(to: event)
+        let (api, port) = try RuntimeAPIEventTests.startFakeRuntimeAPI(in: directory, events: [event.path])
+        defer {
+            kill(api.processIdentifier, SIGKILL)
+            api.waitUntilExit()
+        }
+        var environment = testEnvironment()
+        environment["LD_DEBUG"] = "files"
+        environment["LD_DEBUG_OUTPUT"] = directory.appendingPathComponent("ld").path
+        let worker = try RuntimeAPIWorker("push-register", port: port, environment: environment)
+        defer { worker.stop() }
+        let answers = directory.appendingPathComponent("answers").path
+        let nexts = answers + ".next"
+        // Its answer posted, and the worker back at `next`: the whole invocation, both requests, is behind it.
+        RuntimeAPIEventTests.waitFor {
+            ((try? String(contentsOfFile: nexts, encoding: .utf8)) ?? "").split(separator: "\n").count >= 2
+        }
+        let answer = (try? String(contentsOfFile: answers, encoding: .utf8)) ?? ""
+        #expect(answer.contains(#"\"statusCode\":401"#), "\(answer)")
+        let trace = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("ld.") }
+            .map { try String(contentsOf: directory.appendingPathComponent($0), encoding: .utf8) }.joined()
+        #expect(Self.opened("libpq.so.5", in: trace).contains { $0.contains("needed by") }, "no trace")
+        #expect(!trace.contains("libcurl"), "\(Self.opened("libcurl.so.4", in: trace))")
     }
 
     @Test("a library that does not load is a transient failure that names it")

@@ -17,12 +17,17 @@ struct RuntimeAPIEventTests {
     /// after the first two arguments) in order, appends `{"kind": "response"|"error", "body": …}` for each answer to
     /// the file named by the second argument (with the client's port, which names its connection; each `next`'s
     /// port goes to that file + ".next"), writes its port to the first, and holds `next` once all are out.
+    /// `NEXT_CHUNKED=1`: each event is sent with `Transfer-Encoding: chunked`, as Go's net/http (AWS's Runtime API is a
+    /// Go server) sends a body whose length it was not told. `CLOSE_AFTER_ANSWER=1`: the connection is closed after
+    /// each answer without a `Connection: close`, as a host drops a kept-alive connection it no longer wants.
     static let fakeRuntimeAPI = #"""
         import http.server, json, os, sys, threading, time, uuid
         port_file, answers_file = sys.argv[1], sys.argv[2]
         # REFUSE_RESPONSES=1: every `/response` is refused with a 500, as the Runtime API refuses a result it cannot
         # take (an invocation already answered, or timed out).
         refuse = os.environ.get("REFUSE_RESPONSES") == "1"
+        chunked = os.environ.get("NEXT_CHUNKED") == "1"
+        close_after = os.environ.get("CLOSE_AFTER_ANSWER") == "1"
         events = [open(path, "rb").read() for path in sys.argv[3:]]
         lock = threading.Lock()
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -41,9 +46,18 @@ struct RuntimeAPIEventTests {
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Lambda-Runtime-Aws-Request-Id", str(uuid.uuid4()))
                 self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 20000))
-                self.send_header("Content-Length", str(len(event)))
-                self.end_headers()
-                self.wfile.write(event)
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for start in range(0, len(event), 65536):
+                        part = event[start:start + 65536]
+                        self.wfile.write(b"%x;ext=1\r\n" % len(part) + part + b"\r\n")
+                    self.wfile.write(b"0\r\nX-Trailer: t\r\n\r\n")
+                else:
+                    self.send_header("Content-Length", str(len(event)))
+                    self.end_headers()
+                    self.wfile.write(event)
+                self.close_connection = close_after
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 kind = "response" if self.path.endswith("/response") else "error"
@@ -53,6 +67,7 @@ struct RuntimeAPIEventTests {
                 self.send_response(500 if refuse and kind == "response" else 202)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+                self.close_connection = close_after
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         with open(port_file + ".tmp", "w") as out:
             out.write(str(server.server_address[1]))
@@ -63,16 +78,18 @@ struct RuntimeAPIEventTests {
 
     /// Starts ``fakeRuntimeAPI`` in `directory` (its `port` and `answers` files there) handing out `events` (files),
     /// and waits for its port.
-    static func startFakeRuntimeAPI(in directory: URL, events: [String], refusingResponses: Bool = false) throws -> (
-        Process, Int
-    ) {
+    static func startFakeRuntimeAPI(
+        in directory: URL, events: [String], refusingResponses: Bool = false, settings: [String: String] = [:]
+    ) throws -> (Process, Int) {
         let portFile = directory.appendingPathComponent("port").path
         let answersFile = directory.appendingPathComponent("answers").path
         let api = Process()
         api.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         api.arguments = ["python3", "-c", fakeRuntimeAPI, portFile, answersFile] + events
-        if refusingResponses {
-            api.environment = ProcessInfo.processInfo.environment.merging(["REFUSE_RESPONSES": "1"]) { $1 }
+        var environment = settings
+        if refusingResponses { environment["REFUSE_RESPONSES"] = "1" }
+        if !environment.isEmpty {
+            api.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         api.standardInput = FileHandle.nullDevice
         api.standardOutput = FileHandle.nullDevice
@@ -93,20 +110,15 @@ struct RuntimeAPIEventTests {
         for _ in 0..<600 where !ready() { Thread.sleep(forTimeInterval: 0.05) }
     }
 
-    @Test(
-        "2 MiB events, a 7 MiB one and non-JSON get 413/400 problems; the worker stays up for the next event, every next and answer on one kept-alive connection"
-    )
-    func oversizedAndMalformedEvents() throws {
+    /// What a push-register worker answered to `events`, handed out by ``fakeRuntimeAPI`` with `settings`: each
+    /// answer's status code, the client ports every `next` and answer came from, and whether the worker is still up.
+    static func answers(to events: [Data], settings: [String: String] = [:]) throws -> (
+        statuses: [Int], ports: Set<Int>, nexts: Int, running: Bool
+    ) {
         _ = TestDatabase.migrated
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("runtime-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let big = makeEvent(
-            path: "/api/push/register", bearer: "x", body: String(repeating: "a", count: 2 * 1024 * 1024))
-        let events: [Data] = [
-            big, big, big, Data(repeating: UInt8(ascii: " "), count: 7 * 1024 * 1024), Data("not json".utf8),
-            makeEvent(path: "/api/push/register", bearer: nil, body: "{}"),
-        ]
         var paths: [String] = []
         for (index, event) in events.enumerated() {
             let file = directory.appendingPathComponent("event-\(index).json")
@@ -114,7 +126,7 @@ struct RuntimeAPIEventTests {
             paths.append(file.path)
         }
         let answersFile = directory.appendingPathComponent("answers").path
-        let (api, port) = try Self.startFakeRuntimeAPI(in: directory, events: paths)
+        let (api, port) = try Self.startFakeRuntimeAPI(in: directory, events: paths, settings: settings)
         defer {
             kill(api.processIdentifier, SIGKILL)
             api.waitUntilExit()
@@ -125,7 +137,14 @@ struct RuntimeAPIEventTests {
         func answers() -> [String] {
             ((try? String(contentsOfFile: answersFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
         }
-        Self.waitFor { answers().count >= events.count }
+        let nextsFile = answersFile + ".next"
+        func nexts() -> [Int] {
+            ((try? String(contentsOfFile: nextsFile, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                Int($0)
+            }
+        }
+        // Every event answered, and the worker back for the one after.
+        Self.waitFor { answers().count >= events.count && nexts().count > events.count }
         var statuses: [Int] = []
         var ports: Set<Int> = []
         for line in answers() {
@@ -135,13 +154,43 @@ struct RuntimeAPIEventTests {
             statuses.append(Int(document["statusCode"]?.integerValue ?? 0))
             ports.insert(Int(answer["port"]?.integerValue ?? 0))
         }
-        let nexts = ((try? String(contentsOfFile: answersFile + ".next", encoding: .utf8)) ?? "").split(separator: "\n")
-        ports.formUnion(nexts.compactMap { Int($0) })
+        ports.formUnion(nexts())
+        return (statuses, ports, nexts().count, worker.isRunning)
+    }
+
+    /// Three 2 MiB events, a 7 MiB one, non-JSON, and a registration without a token.
+    static func events() -> [Data] {
+        let big = makeEvent(
+            path: "/api/push/register", bearer: "x", body: String(repeating: "a", count: 2 * 1024 * 1024))
+        return [
+            big, big, big, Data(repeating: UInt8(ascii: " "), count: 7 * 1024 * 1024), Data("not json".utf8),
+            makeEvent(path: "/api/push/register", bearer: nil, body: "{}"),
+        ]
+    }
+
+    @Test(
+        "2 MiB events, a 7 MiB one and non-JSON get 413/400 problems; the worker stays up for the next event, every next and answer on one kept-alive connection"
+    )
+    func oversizedAndMalformedEvents() throws {
+        let events = Self.events()
+        let run = try Self.answers(to: events)
         // Like a C runtime, one connection to the host for the whole loop: no connect per invocation.
-        #expect(nexts.count >= events.count && ports.count == 1, "connections (client ports): \(ports)")
-        #expect(statuses == [413, 413, 413, 413, 400, 401])
+        #expect(run.nexts > events.count && run.ports.count == 1, "connections (client ports): \(run.ports)")
+        #expect(run.statuses == [413, 413, 413, 413, 400, 401])
         // Still waiting for its next event, not gone.
-        #expect(worker.isRunning)
+        #expect(run.running)
+    }
+
+    @Test(
+        "events sent chunked (as Go's net/http, AWS's Runtime API, sends a body it did not measure) by a host that drops the connection after each answer: the same answers, each request on a new connection"
+    )
+    func chunkedEventsAndDroppedConnections() throws {
+        let events = Self.events()
+        let run = try Self.answers(to: events, settings: ["NEXT_CHUNKED": "1", "CLOSE_AFTER_ANSWER": "1"])
+        #expect(run.statuses == [413, 413, 413, 413, 400, 401])
+        // A `next` and an answer per event, each on a connection of its own, and the last `next` on one more.
+        #expect(run.ports.count == 2 * events.count + 1, "connections (client ports): \(run.ports)")
+        #expect(run.running)
     }
 
     @Test("a response the Runtime API refuses is not taken as delivered: the recording's push is not sent after it")

@@ -228,7 +228,7 @@ public final class CurlClient {
     }
 
     /// Performs one request on this client and waits for it. The connection stays in the client's pool for the
-    /// next request (keep-alive). A loop of one request at a time to one host takes a ``CurlSession`` instead.
+    /// next request (keep-alive).
     public func perform(_ request: CurlRequest, timeoutMilliseconds: Int) -> Result<CurlResponse, CurlError> {
         var outcome: Result<CurlResponse, CurlError> = .failure(CurlError(.deadlineExceeded))
         schedule(request, tag: 0, timeoutMilliseconds: timeoutMilliseconds)

@@ -21,8 +21,6 @@ final class CurlTransfer {
     }
 
     let handle: UnsafeMutableRawPointer
-    /// Whether the transfer made the handle (and cleans it up), or was lent one by a ``CurlSession`` (and resets it).
-    private let ownsHandle: Bool
     let tag: Int
     /// Asked for a connection of its own (see ``init(request:tag:timeoutMilliseconds:opensConnection:)``).
     let opensConnection: Bool
@@ -42,17 +40,10 @@ final class CurlTransfer {
     /// - Parameters:
     ///   - opensConnection: a new connection for this transfer, whatever the pool holds (`FRESH_CONNECT`): how
     ///     ``CurlClient`` opens exactly the HTTP/2 connections a batch needs.
-    ///   - lent: a handle whose options are at their defaults (new, or reset), which the transfer uses and resets
-    ///     when it ends — keeping its live connection for the next transfer — instead of making one and cleaning
-    ///     it up.
-    init(
-        request: CurlRequest, tag: Int, timeoutMilliseconds: Int, opensConnection: Bool = false,
-        lent: UnsafeMutableRawPointer? = nil
-    ) throws(CurlError) {
+    init(request: CurlRequest, tag: Int, timeoutMilliseconds: Int, opensConnection: Bool = false) throws(CurlError) {
         try CurlLibrary.load()
-        guard let handle = lent ?? ccurl_easy_init() else { throw CurlError(.setupFailed) }
+        guard let handle = ccurl_easy_init() else { throw CurlError(.setupFailed) }
         self.handle = handle
-        self.ownsHandle = lent == nil
         self.tag = tag
         self.opensConnection = opensConnection
         self.isTLS = request.multiplexes
@@ -71,13 +62,13 @@ final class CurlTransfer {
         release()
     }
 
-    /// Cleans the handle up, or resets a lent one (no option of it then points at this transfer's memory), before
+    /// Cleans the handle up before
     /// the header list and the error buffer it may point at are freed. Once: an initializer that throws after every
     /// property is set releases here, and its instance's `deinit` then runs too.
     private func release() {
         guard !released else { return }
         released = true
-        if ownsHandle { ccurl_easy_cleanup(handle) } else { ccurl_easy_reset(handle) }
+        ccurl_easy_cleanup(handle)
         ccurl_slist_free_all(headerList)
         errorBuffer.deallocate()
     }

@@ -1,5 +1,4 @@
 import Codecs
-import Curl
 import FoundationEssentials
 import Logging
 
@@ -81,7 +80,7 @@ extension InvocationHandler {
 public final class ResponseWriter<Response: Encodable & Sendable> {
     fileprivate enum Destination {
         case standardOutput
-        case runtimeAPI(client: CurlSession, invocationURL: String)
+        case runtimeAPI(client: RuntimeAPIConnection, invocationPath: String)
         case memory(onWrite: (Response) -> Void)
     }
 
@@ -127,15 +126,15 @@ public final class ResponseWriter<Response: Encodable & Sendable> {
                 throw ResponseNotDelivered()
             }
             StandardStreams.closeOutput()
-        case .runtimeAPI(let client, let invocationURL):
+        case .runtimeAPI(let client, let invocationPath):
             guard let body = JSONCoding.encode(response) else {
                 FunctionHost.post(
-                    "\(invocationURL)/error",
+                    "\(invocationPath)/error",
                     body: FunctionHost.errorBody(type: "Runtime.SerializationError", message: "response not encodable"),
                     client: client, logger: logger)
                 throw ResponseNotDelivered()
             }
-            guard FunctionHost.post("\(invocationURL)/response", body: body, client: client, logger: logger) else {
+            guard FunctionHost.post("\(invocationPath)/response", body: body, client: client, logger: logger) else {
                 throw ResponseNotDelivered()
             }
         }
@@ -152,7 +151,7 @@ public final class ResponseWriter<Response: Encodable & Sendable> {
 /// With `AWS_LAMBDA_RUNTIME_API` set: `GET …/invocation/next` → handle → `POST …/invocation/{id}/response` →
 /// post-response work → metrics line → next. The post-response work is bounded by the invocation's
 /// `Lambda-Runtime-Deadline-Ms` (the handler keeps a margin), so the process is back at `/next` before AWS's
-/// deadline. One client, so one keep-alive connection to the host for every `next` and every result.
+/// deadline. One ``RuntimeAPIConnection``, so one keep-alive connection to the host for every `next` and every result.
 public enum FunctionHost {
     /// The largest event read, on stdin or from the Runtime API: Lambda's own limit on a synchronous invocation's
     /// payload (6 MB). A larger one is answered with the handler's ``InvocationHandler/oversizedEvent(limit:)`` and,
@@ -203,12 +202,10 @@ public enum FunctionHost {
 
     /// The Runtime-API loop; returns the exit status once the Runtime API has gone away.
     static func runLoop<H: InvocationHandler>(_ handler: H, api: String) -> Int32 {
-        let base = "http://\(api)/2018-06-01/runtime"
-        let client: CurlSession
-        do {
-            client = try CurlSession()
-        } catch {
-            handler.logger.error("runtime API unreachable", metadata: ["error": .string(error.description)])
+        let base = "/2018-06-01/runtime"
+        guard let client = RuntimeAPIConnection(address: api) else {
+            handler.logger.error(
+                "runtime API unreachable", metadata: ["error": "AWS_LAMBDA_RUNTIME_API is not host:port[/path]"])
             return 1
         }
         var failures = 0
@@ -216,9 +213,9 @@ public enum FunctionHost {
         while true {
             // The host answers when it has an event: wait as long as it takes. An event up to Lambda's own limit is
             // read; a larger one is read to its end and dropped (its request id is still needed to answer it).
-            var request = CurlRequest(url: "\(base)/invocation/next", responseBodyLimit: eventLimit)
-            request.discardsOversizedBody = true
-            let next = client.perform(request, timeoutMilliseconds: 86_400_000)
+            let next = client.perform(
+                method: "GET", path: "\(base)/invocation/next", bodyLimit: eventLimit, discardsOversizedBody: true,
+                timeoutMilliseconds: 86_400_000)
             guard case .success(let response) = next, response.status == 200,
                 let requestID = response.headers["lambda-runtime-aws-request-id"], !requestID.isEmpty
             else {
@@ -240,9 +237,9 @@ public enum FunctionHost {
             metrics.set(.coldStart, coldStart ? 1 : 0)
             coldStart = false
             handler.willInvoke()
-            let invocationURL = "\(base)/invocation/\(requestID.percentEncoded)"
+            let invocationPath = "\(base)/invocation/\(requestID.percentEncoded)"
             let writer = ResponseWriter<H.Response>(
-                .runtimeAPI(client: client, invocationURL: invocationURL), logger: handler.logger)
+                .runtimeAPI(client: client, invocationPath: invocationPath), logger: handler.logger)
             if response.bodyExceededLimit {
                 try? writer.write(handler.oversizedEvent(limit: eventLimit))
             } else {
@@ -254,7 +251,7 @@ public enum FunctionHost {
             if !writer.hasResponded {
                 handler.logger.critical("the handler returned without a response")
                 post(
-                    "\(invocationURL)/error", body: errorBody(type: "Runtime.NoResponse", message: "no response"),
+                    "\(invocationPath)/error", body: errorBody(type: "Runtime.NoResponse", message: "no response"),
                     client: client, logger: handler.logger)
             }
             emitMetrics(metrics, handler: handler, started: started)
@@ -271,9 +268,11 @@ public enum FunctionHost {
 
     /// Posts a result to the Runtime API. Returns whether it was accepted (2xx); a refusal is logged.
     @discardableResult
-    fileprivate static func post(_ url: String, body: [UInt8], client: CurlSession, logger: Logger) -> Bool {
-        let request = CurlRequest(method: "POST", url: url, headers: [("Content-Type", "application/json")], body: body)
-        switch client.perform(request, timeoutMilliseconds: 10_000) {
+    fileprivate static func post(_ path: String, body: [UInt8], client: RuntimeAPIConnection, logger: Logger) -> Bool {
+        let answer = client.perform(
+            method: "POST", path: path, body: body, contentType: "application/json", bodyLimit: 1024 * 1024,
+            timeoutMilliseconds: 10_000)
+        switch answer {
         case .success(let response) where (200..<300).contains(response.status):
             return true
         case .success(let response):

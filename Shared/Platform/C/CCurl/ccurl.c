@@ -14,8 +14,6 @@ static struct {
     __typeof__(curl_global_init) *global_init;
     __typeof__(curl_easy_init) *easy_init;
     __typeof__(curl_easy_cleanup) *easy_cleanup;
-    __typeof__(curl_easy_reset) *easy_reset;
-    __typeof__(curl_easy_perform) *easy_perform;
     __typeof__(curl_easy_setopt) *easy_setopt;
     __typeof__(curl_easy_getinfo) *easy_getinfo;
     __typeof__(curl_multi_init) *multi_init;
@@ -59,8 +57,6 @@ static void load(void) {
     CCURL_RESOLVE(global_init, curl_global_init);
     CCURL_RESOLVE(easy_init, curl_easy_init);
     CCURL_RESOLVE(easy_cleanup, curl_easy_cleanup);
-    CCURL_RESOLVE(easy_reset, curl_easy_reset);
-    CCURL_RESOLVE(easy_perform, curl_easy_perform);
     CCURL_RESOLVE(easy_setopt, curl_easy_setopt);
     CCURL_RESOLVE(easy_getinfo, curl_easy_getinfo);
     CCURL_RESOLVE(multi_init, curl_multi_init);
@@ -96,12 +92,6 @@ CURL *ccurl_easy_init(void) { return CCURL_READY ? api.easy_init() : NULL; }
 void ccurl_easy_cleanup(CURL *handle) {
     if (CCURL_READY) api.easy_cleanup(handle);
 }
-
-void ccurl_easy_reset(CURL *handle) {
-    if (CCURL_READY) api.easy_reset(handle);
-}
-
-CURLcode ccurl_easy_perform(CURL *handle) { return CCURL_READY ? api.easy_perform(handle) : CURLE_FAILED_INIT; }
 
 CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return CCURL_READY ? api.easy_setopt(handle, option, value) : CURLE_FAILED_INIT;

@@ -25,10 +25,6 @@ CURLcode ccurl_global_init(long flags);
 
 CURL *ccurl_easy_init(void);
 void ccurl_easy_cleanup(CURL *handle);
-/* Sets every option back to its default; the handle keeps its live connections and caches. */
-void ccurl_easy_reset(CURL *handle);
-/* One transfer on the handle, blocking until it is done (a multi handle of its own inside libcurl). */
-CURLcode ccurl_easy_perform(CURL *handle);
 
 /* curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic: Swift cannot call them, so one typed
    function per argument kind. */
