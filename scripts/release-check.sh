@@ -6,9 +6,10 @@
 #      every library any of them needs is glibc's or in the zip's lib/, and the run paths point there.
 #   2. In a minimal root file system (scripts/minroot.sh: debootstrap minbase, no libpq, libcurl or OpenSSL), each
 #      unzipped `bootstrap` starts and answers one event on stdin.
-#   2b. libcurl, which bootstrap loads with dlopen on its first HTTP request (not at exec), comes from the zip's lib/
-#      in that root: a bootstrap in Runtime-API mode facing an unreachable Runtime API fails to connect, not to load
-#      libcurl; with lib/libcurl.so.4 taken away, it logs a failure that names the library.
+#   2b. libcurl, which bootstrap loads with dlopen when it first makes an HTTP client (not at exec), comes from the
+#      zip's lib/ in that root: a bootstrap told to read its database secret from an extension that is not there
+#      loads it and fails to connect, not to load libcurl; with lib/libcurl.so.4 taken away, it logs a failure that
+#      names the library. The Runtime-API loop, which speaks HTTP over a socket of its own, never loads it.
 #   3. push-register's `bootstrap`, inside that root, is a warm worker of `runner serve`: a request through the
 #      Lambda Runtime API succeeds.
 #   4. db-migrate's `bootstrap`, inside that root, answers a CloudFormation Create with SUCCESS and the newest
@@ -74,34 +75,46 @@ for function in "${functions[@]}"; do
 done
 echo "release check: ${functions[*]}: each bootstrap ran in the minimal root ($root)"
 
-# 2b. libcurl is dlopen'ed on the first HTTP request; the root has none of its own, so the loader must find the zip's
-# lib/libcurl.so.4 through bootstrap's run path ($ORIGIN/lib, which dlopen from the executable's own code searches).
-# With AWS_LAMBDA_RUNTIME_API set, bootstrap asks for its first event at once: nothing listens on port 1, so each of
-# its three tries must fail to connect ("runtime API unreachable", connectionFailed) after loading libcurl — the
-# loader's trace (LD_DEBUG=libs) names the file it initialised. Then the same without lib/libcurl.so.4: a logged
-# libraryUnavailable that names the library, not a crash.
-run_unreachable_runtime_api() {  # directory (inside the root) holding bootstrap, stderr file
-    env -i PATH=/usr/bin:/bin AWS_LAMBDA_RUNTIME_API=127.0.0.1:1 LD_DEBUG=libs \
-        "$workdir/in-root" "$1/bootstrap" </dev/null >/dev/null 2>"$2" || true
+# 2b. libcurl is dlopen'ed when the process makes its first libcurl client; the root has none of its own, so the
+# loader must find the zip's lib/libcurl.so.4 through bootstrap's run path ($ORIGIN/lib, which dlopen from the
+# executable's own code searches). With DATABASE_SECRET_ARN set, bootstrap asks the Parameters and Secrets extension
+# for it at start, over libcurl: nothing listens on port 1, so it must log "secret not read" (nothing listens) after
+# loading libcurl — the loader's trace (LD_DEBUG=libs) names the file it initialised. Then the same without
+# lib/libcurl.so.4: "secret not read" naming the library, not a crash. And in Runtime-API mode facing an unreachable
+# Runtime API, bootstrap fails to connect without loading libcurl at all.
+run_secret_read() {  # directory (inside the root) holding bootstrap, stderr file
+    echo '{}' | env -i PATH=/usr/bin:/bin DATABASE_SECRET_ARN=arn:aws:secretsmanager:us-east-1:000000000000:secret:db \
+        AWS_SESSION_TOKEN=release-check PARAMETERS_SECRETS_EXTENSION_HTTP_PORT=1 LD_DEBUG=libs \
+        "$workdir/in-root" "$1/bootstrap" >/dev/null 2>"$2" || true
 }
-run_unreachable_runtime_api "$inside/push-register" "$workdir/curl-load.err"
-if ! grep -q '"msg":"runtime API unreachable"' "$workdir/curl-load.err" \
-    || ! grep -q 'connectionFailed' "$workdir/curl-load.err" || grep -q 'libraryUnavailable' "$workdir/curl-load.err" \
+run_secret_read "$inside/push-register" "$workdir/curl-load.err"
+if ! grep '"msg":"secret not read"' "$workdir/curl-load.err" | grep -q 'nothing listens' \
+    || grep -q 'could not be loaded' "$workdir/curl-load.err" \
     || ! grep -q "calling init: $inside/push-register/lib/libcurl.so.4" "$workdir/curl-load.err"; then
-    echo "release check: bootstrap in the minimal root did not load lib/libcurl.so.4 for its first HTTP request:" >&2
+    echo "release check: bootstrap in the minimal root did not load lib/libcurl.so.4 for its first HTTP client:" >&2
     grep -v '^ *[0-9]*:' "$workdir/curl-load.err" >&2 || true
     grep 'libcurl' "$workdir/curl-load.err" >&2 || true
     exit 1
 fi
 cp -r "$root$inside/push-register" "$root$inside/without-libcurl"
 rm "$root$inside/without-libcurl/lib/libcurl.so.4"
-run_unreachable_runtime_api "$inside/without-libcurl" "$workdir/no-curl.err"
-if ! grep '"msg":"runtime API unreachable"' "$workdir/no-curl.err" | grep -q 'libraryUnavailable.*libcurl\.so\.4'; then
+run_secret_read "$inside/without-libcurl" "$workdir/no-curl.err"
+if ! grep '"msg":"secret not read"' "$workdir/no-curl.err" | grep -q 'could not be loaded.*libcurl\.so\.4'; then
     echo "release check: without lib/libcurl.so.4, bootstrap did not report libcurl unavailable:" >&2
     grep -v '^ *[0-9]*:' "$workdir/no-curl.err" >&2 || true
     exit 1
 fi
-echo "release check: bootstrap loads lib/libcurl.so.4 from the zip on its first HTTP request, and names it when absent"
+env -i PATH=/usr/bin:/bin AWS_LAMBDA_RUNTIME_API=127.0.0.1:1 LD_DEBUG=libs \
+    "$workdir/in-root" "$inside/push-register/bootstrap" </dev/null >/dev/null 2>"$workdir/loop.err" || true
+if ! grep '"msg":"runtime API unreachable"' "$workdir/loop.err" | grep -q 'connectionFailed' \
+    || grep -q 'libcurl' "$workdir/loop.err"; then
+    echo "release check: in Runtime-API mode, bootstrap did not fail to connect without loading libcurl:" >&2
+    grep -v '^ *[0-9]*:' "$workdir/loop.err" >&2 || true
+    grep 'libcurl' "$workdir/loop.err" >&2 || true
+    exit 1
+fi
+echo "release check: bootstrap loads lib/libcurl.so.4 from the zip for its first HTTP client, names it when absent," \
+    "and its Runtime-API loop never loads it"
 
 # 3. push-register in the minimal root as runner serve's warm worker, over the Runtime API. The runner starts
 # `push-register` from --bin-dir: a wrapper that enters the root.

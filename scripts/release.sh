@@ -4,9 +4,9 @@
 #
 #   bootstrap          the function's binary, run path (DT_RUNPATH) `$ORIGIN/lib`
 #   lib/*.so.*         every shared library it loads beyond glibc (libpq, OpenSSL, their dependencies; and libcurl
-#                      with its own, which ldd of the binary does not show: the first HTTP request dlopens it, and
-#                      the loader searches the binary's run path for it), each with run path `$ORIGIN`, so that
-#                      their own dependencies also resolve from lib/
+#                      with its own, which ldd of the binary does not show: the first FCM, OAuth or secrets request
+#                      dlopens it, and the loader searches the binary's run path for it), each with run path `$ORIGIN`,
+#                      so that their own dependencies also resolve from lib/
 #   migrations/        db-migrate only: infra/migrations, which it applies (docs/deploy.md, "Migrations")
 #   database-ca.pem    only with DATABASE_CA_BUNDLE=<PEM file>: the database provider's CA bundle, which
 #                      sslmode=verify-full checks the server against (PGSSLROOTCERT=/var/task/database-ca.pem)

@@ -113,7 +113,7 @@ def check(zip_path):
                     problems.append(f"{name} has run path {runpath}, not {expected}")
         for library in DLOPENED:
             if library not in bundled:
-                problems.append(f"lib/{library} is missing (bootstrap loads it with dlopen on its first HTTP request)")
+                problems.append(f"lib/{library} is missing (bootstrap loads it with dlopen on its first FCM, OAuth or secrets request)")
                 continue
             for link in unresolved_closure(directory, bundled, library):
                 problems.append(f"lib/{library}'s dependency closure does not resolve inside the zip: {link}")

@@ -73,6 +73,8 @@ public struct SecretsExtension: Sendable {
         switch result {
         case .failure(let error) where error.kind == .connectionFailed:
             return .failure(SecretsExtensionError(.notListening))
+        case .failure(let error) where error.kind == .libraryUnavailable:
+            return .failure(SecretsExtensionError(.clientUnavailable, detail: error.detail))
         case .failure:
             return .failure(SecretsExtensionError(.unreachable))
         case .success(let answer):
@@ -115,16 +117,22 @@ public struct SecretsExtensionError: Error, Equatable, Sendable, CustomStringCon
         case refused
         /// The answer had no `SecretString` (a binary secret).
         case noSecretString
+        /// libcurl, the HTTP client, could not be loaded (a zip without its `lib/libcurl.so.4`): nothing was asked.
+        case clientUnavailable
     }
 
     public let kind: Kind
     public let status: Int?
     public let awsErrorType: String?
+    /// For ``Kind/clientUnavailable``, the loader's sentence (``CurlError/detail``): it names the library, or the
+    /// dependency or symbol it lacks.
+    public let detail: String?
 
-    public init(_ kind: Kind, status: Int? = nil, awsErrorType: String? = nil) {
+    public init(_ kind: Kind, status: Int? = nil, awsErrorType: String? = nil, detail: String? = nil) {
         self.kind = kind
         self.status = status
         self.awsErrorType = awsErrorType
+        self.detail = detail
     }
 
     /// Worth asking again in a moment: the extension starts alongside the function.
@@ -140,6 +148,7 @@ public struct SecretsExtensionError: Error, Equatable, Sendable, CustomStringCon
             "the Parameters and Secrets extension refused (HTTP \(status ?? 0)"
                 + (awsErrorType.map { ", \($0)" } ?? "") + ")"
         case .noSecretString: "the secret has no SecretString"
+        case .clientUnavailable: "the HTTP client could not be loaded" + (detail.map { ": \($0)" } ?? "")
         }
     }
 }
