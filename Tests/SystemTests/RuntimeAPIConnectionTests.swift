@@ -1,6 +1,7 @@
 import Foundation
 import FunctionRuntime
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -11,19 +12,17 @@ import Testing
 /// line the address says.
 @Suite("the Runtime API client against hosts that misbehave", .timeLimit(.minutes(1)))
 struct RuntimeAPIConnectionTests {
-    /// A host on a loopback port (written to the first argument's file) that reads each request's head, then, by the
-    /// second argument: `silent` answers nothing and holds the connection; `garbage` answers what is not HTTP;
+    /// A host on a loopback port (printed as its first line) that reads each request's head, then, by its
+    /// argument: `silent` answers nothing and holds the connection; `garbage` answers what is not HTTP;
     /// `endless` starts a head that never ends (4 MiB of one header); `echo` answers 200 with the request line as
     /// the body.
     static let host = #"""
-        import os, socket, sys, threading, time
-        port_file, mode = sys.argv[1], sys.argv[2]
+        import socket, sys, threading, time
+        mode = sys.argv[1]
         server = socket.socket()
         server.bind(("127.0.0.1", 0))
         server.listen(16)
-        with open(port_file + ".tmp", "w") as out:
-            out.write(str(server.getsockname()[1]))
-        os.rename(port_file + ".tmp", port_file)
+        print(server.getsockname()[1], flush=True)
         def serve(connection):
             data = b""
             while b"\r\n\r\n" not in data:
@@ -49,21 +48,7 @@ struct RuntimeAPIConnectionTests {
 
     /// Starts ``host`` in `mode`; returns it and its port.
     static func start(_ mode: String) throws -> (Process, Int) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rapi-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let portFile = directory.appendingPathComponent("port").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", host, portFile, mode]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<600 where !FileManager.default.fileExists(atPath: portFile) {
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        let port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) } ?? 0
-        return (process, port)
+        try PythonServer.start(host, arguments: [mode])
     }
 
     static func stop(_ process: Process) {

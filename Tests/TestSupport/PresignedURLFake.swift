@@ -55,7 +55,7 @@ package final class PresignedURLFake: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         certificates = try EmulatorCertificates.make(
             in: directory.appendingPathComponent("tls").path, host: Self.bucketHost)
-        (process, port) = try Self.startPython(
+        (process, port) = try PythonServer.start(
             Self.script,
             arguments: [
                 directory.path, String(failFirst), certificates.certificateFile, certificates.privateKeyFile,
@@ -66,26 +66,6 @@ package final class PresignedURLFake: @unchecked Sendable {
         process.terminate()
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
-    }
-
-    package enum FakeError: Error { case didNotStart }
-
-    /// Starts `python3 -c script arguments…`, which prints the port it listens on as its first line; its output
-    /// after that, and its errors, are discarded.
-    static func startPython(_ script: String, arguments: [String]) throws -> (Process, Int) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = String(decoding: stdout.fileHandleForReading.availableLine(), as: UTF8.self)
-        guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw FakeError.didNotStart
-        }
-        return (process, port)
     }
 
     package struct Received {
@@ -198,15 +178,4 @@ package final class PresignedURLFake: @unchecked Sendable {
         print(server.server_address[1], flush=True)
         server.serve_forever()
         """#
-}
-
-extension FileHandle {
-    /// Reads up to the first newline (or EOF).
-    fileprivate func availableLine() -> Data {
-        var line = Data()
-        while let byte = try? read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
-            line.append(first)
-        }
-        return line
-    }
 }

@@ -26,28 +26,9 @@ package final class SecretsExtensionFake {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-fake-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         sessionToken = "IQoJb3JpZ2luX2VjE" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c", Self.script, directory.path, sessionToken, String(ttlSeconds), String(notReadySeconds),
-        ]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        self.process = process
         try Self.write(secrets, to: directory)
-        try process.run()
-        var line = Data()
-        while let byte = try stdout.fileHandleForReading.read(upToCount: 1), let first = byte.first,
-            first != UInt8(ascii: "\n")
-        {
-            line.append(first)
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)) else {
-            process.terminate()
-            throw FakeError.didNotStart
-        }
-        self.port = port
+        (process, port) = try PythonServer.start(
+            Self.script, arguments: [directory.path, sessionToken, String(ttlSeconds), String(notReadySeconds)])
     }
 
     deinit {

@@ -15,7 +15,7 @@ package final class SilentRelay {
     package init(to host: String = "127.0.0.1", port targetPort: Int) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        (process, port) = try PresignedURLFake.startPython(
+        (process, port) = try PythonServer.start(
             Self.script, arguments: [host, String(targetPort), directory.appendingPathComponent("silent").path])
     }
 
