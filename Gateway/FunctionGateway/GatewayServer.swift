@@ -49,7 +49,7 @@ package struct GatewayServer: Sendable {
     let gateway: Gateway
     let scheduler: Scheduler
     let responder: RouterResponder<GatewayContext>
-    let runtimeResponder: RouterResponder<GatewayContext>
+    let workers: WorkerDirectory
     let pools: [String: WarmPool]
     let tracker: ProcessTracker
     let environment: EnvironmentBox
@@ -95,13 +95,10 @@ package struct GatewayServer: Sendable {
         let router = Router(context: GatewayContext.self)
         router.add(middleware: GatewayMiddleware(gateway: gateway))
         options.additionalRoutes?(router)
-        let runtimeRouter = Router(context: GatewayContext.self)
-        RuntimeAPIRoutes.add(to: runtimeRouter, workers: workers)
         // The extensions' routes come after the function routes (the middleware answers those first).
         for tool in extensions { tool.addRoutes(to: router) }
         return GatewayServer(
-            gateway: gateway, scheduler: scheduler, responder: router.buildResponder(),
-            runtimeResponder: runtimeRouter.buildResponder(),
+            gateway: gateway, scheduler: scheduler, responder: router.buildResponder(), workers: workers,
             pools: pools, tracker: tracker, environment: environment, extensions: extensions, options: options,
             logger: logger)
     }
@@ -111,14 +108,10 @@ package struct GatewayServer: Sendable {
     package func run(grace: Duration, onBound: @escaping @Sendable (Int) -> Void) async throws {
         // The Runtime API listener comes up first: the workers, started once the public port is bound, need its port.
         let runtimePort = AsyncStream<Int>.makeStream()
-        let runtimeAPI = Application(
-            responder: runtimeResponder,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "caregiver-push-runtime-api"),
-            onServerRunning: { channel in
-                runtimePort.continuation.yield(channel.localAddress?.port ?? 0)
-                runtimePort.continuation.finish()
-            },
-            logger: logger)
+        let runtimeAPI = RuntimeAPIServer(workers: workers) { port in
+            if let port { runtimePort.continuation.yield(port) }
+            runtimePort.continuation.finish()
+        }
         var services: [any Service] = [runtimeAPI]
         for tool in extensions { services += try await tool.services(logger: logger) }
         let app = Application(

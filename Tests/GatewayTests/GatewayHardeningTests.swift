@@ -127,6 +127,108 @@ struct GatewayHardeningTests {
         #expect((try? answer.get().status) == 404)
     }
 
+    @Test("the Runtime API listener: a stranger's 404 at its head, body unread; a worker's wrong routes refused")
+    func runtimeAPIListenerRefusals() throws {
+        let server = try GatewayServeTests.server("warm", arguments: ["--warm-workers", "1"])
+        var apis: [String] = []
+        for _ in 0..<100 where apis.isEmpty {
+            apis = try Self.workerRuntimeAPIs(gateway: server.pid)
+            if apis.isEmpty { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        let api = try #require(apis.first)
+        let parts = api.split(separator: "/", maxSplits: 1).map(String.init)
+        let port = try #require(parts.first?.split(separator: ":").last.flatMap { Int($0) })
+        let secret = try #require(parts.last)
+        let wrongSecret = Base64URL.encode(try SecureRandom.bytes(24))
+        /// A connection to the listener that has sent a `POST` to `path` with `rest` after its first header.
+        func posting(_ path: String, _ rest: String) throws -> RawConnection {
+            let connection = try RawConnection(port: port)
+            #expect(connection.send("POST \(path) HTTP/1.1\r\nHost: a\r\n" + rest))
+            return connection
+        }
+
+        // A stranger announcing 100 MB gets its answer without sending a byte of it, and the connection ends.
+        let stranger = try posting(
+            "/\(wrongSecret)/2018-06-01/runtime/invocation/x/response", "Content-Length: 100000000\r\n\r\n")
+        defer { stranger.close() }
+        let refused = stranger.receive(for: 5)
+        #expect(refused.text.hasPrefix("HTTP/1.1 404"))
+        #expect(refused.closed)
+
+        // The worker's own secret, on what is not a route for it (never its `next` or `init/error`: those are the
+        // worker's). An unknown request id is a 400, as from Lambda.
+        let unknownID = UUID().uuidString.lowercased()
+        let cases: [(method: String, path: String, status: Int)] = [
+            ("POST", "invocation/next", 404), ("GET", "invocation/\(unknownID)/response", 404),
+            ("GET", "init/error", 404), ("POST", "invocation//response", 404), ("GET", "invocation", 404),
+            ("POST", "invocation/\(unknownID)/response/more", 404), ("PUT", "invocation/\(unknownID)/error", 404),
+            ("POST", "invocation/\(unknownID)/response", 400), ("POST", "invocation/\(unknownID)/error", 400),
+        ]
+        for (method, path, status) in cases {
+            let answer = try CurlClient.perform(
+                CurlRequest(
+                    method: method, url: "http://127.0.0.1:\(port)/\(secret)/2018-06-01/runtime/\(path)",
+                    headers: [("content-type", "application/json")], body: method == "GET" ? [] : Array("{}".utf8)),
+                timeoutMilliseconds: 10_000
+            ).get()
+            #expect(answer.status == status, "\(method) \(path)")
+        }
+
+        // A client that asks before sending its body (curl does past 1 MB) is told to go on, then answered.
+        let answerPath = "/\(secret)/2018-06-01/runtime/invocation/\(unknownID)/response"
+        let asking = try posting(answerPath, "Expect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        defer { asking.close() }
+        #expect(asking.receive(for: 1).text.hasPrefix("HTTP/1.1 100 Continue\r\n"))
+        #expect(asking.send("{}"))
+        #expect(asking.receive(for: 1).text.hasPrefix("HTTP/1.1 400"))
+
+        // A head of more fields than a worker ever sends: refused before it is routed.
+        let fields = (0..<100).map { "x-field-\($0): \($0)\r\n" }.joined()
+        let crowded = try posting(answerPath, fields + "Content-Length: 2\r\n\r\n{}")
+        defer { crowded.close() }
+        let crowdedAnswer = crowded.receive(for: 5)
+        #expect(crowdedAnswer.text.hasPrefix("HTTP/1.1 400"))
+        #expect(crowdedAnswer.closed)
+
+        // The worker still serves.
+        let caregiver = try caregiverToken(UUID())
+        let register = try server.post(
+            "/api/push/register", bearer: caregiver,
+            body: ["token": .string(makeDeviceToken()), "platform": .string("ios"), "environment": .string("DEV")])
+        #expect(register.status == 200)
+    }
+
+    @Test("warm: an answer past 6 MB fails its invocation as Function.ResponseSizeTooLarge; the worker is told 413")
+    func oversizedAnswer() throws {
+        let scripts = try ScriptFunctions.make([
+            "verbose": .init(
+                body: """
+                    head -c 6291457 /dev/zero | tr '\\0' 'a' > "$TMPDIR_SCRIPT/big"
+                    while true; do
+                      \(ScriptFunctions.next)
+                      id=$(grep -i '^lambda-runtime-aws-request-id:' "$TMPDIR_SCRIPT/headers" | cut -d' ' -f2 | tr -d '\\r')
+                      code=$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary @"$TMPDIR_SCRIPT/big" \\
+                        "http://$AWS_LAMBDA_RUNTIME_API/2018-06-01/runtime/invocation/$id/response")
+                      echo "the runtime answered $code" >&2
+                    done
+                    """,
+                timeoutSeconds: 30, concurrency: 1)
+        ])
+        let server = try RunnerServer(
+            arguments: ["--mode", "warm", "--warm-workers", "1"] + scripts.arguments, environment: testEnvironment())
+        for _ in 0..<2 {
+            let answer = try server.request(
+                "POST", "/test/verbose", headers: ["content-type": "application/json"], body: "{}")
+            #expect(answer.status == 502 && answer.json?["type"] == .string("/problems/bad-gateway"))
+        }
+        #expect(server.logs("the runtime answered 413"))
+        // The invocation failed for what it was (Lambda's error type), not for asking for more without an answer.
+        #expect(server.logs("the function reported Function.ResponseSizeTooLarge"))
+        #expect(!server.logs("without a response", within: 0))
+        // One worker served both: it was told, not killed.
+        #expect(!server.logs("warm worker replaced", within: 0))
+    }
+
     // MARK: Invocations bounded like Lambda's
 
     @Test("warm: post-response work past the timeout kills the worker; the next request gets a new one")
