@@ -162,7 +162,12 @@ for _ in $(seq 1 100); do
     [ "$ready" = 200 ] && break
     sleep 0.1
 done
-[ "$ready" = 200 ] || { cat "$work/readyz.out" >&2; echo "image check: GET /readyz answered $ready" >&2; exit 1; }
+[ "$ready" = 200 ] || {
+    grep -v '"not ready: no live worker"' "$work/serve.err" | tail -n 20 >&2
+    cat "$work/readyz.out" >&2
+    echo "image check: GET /readyz answered $ready" >&2
+    exit 1
+}
 # The dev console is runner dev's alone: the image's server has none (docs/behaviour.md#dev-tools).
 for path in /_dev /_dev/api/state /_dev/console.js; do
     code=$(curl -s -o /dev/null -w '%{http_code}' -H 'x-dev-console: 1' "http://127.0.0.1:$port$path")
