@@ -61,6 +61,18 @@ let package = Package(
     targets: [
         // prlimit(2) for the host's per-function memory limit (Swift's Glibc module does not expose it).
         .target(name: "CProcessLimits", path: "Shared/C/CProcessLimits"),
+        // The Swift runtime's global-executor hook at its linked address, for a gateway with the runtime linked in.
+        .target(name: "CExecutorHook", path: "Gateway/CExecutorHook"),
+        // NIO's event loops as Swift's executor in every build of the hosts: the thin layer over that hook.
+        .target(
+            name: "ExecutorTakeover",
+            dependencies: [
+                "CExecutorHook", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Gateway/ExecutorTakeover",
+            swiftSettings: strict
+        ),
         // The service's own layers, on the platform's (Shared/Platform, a package of its own: docs/architecture.md).
         // Each target names only what it uses; none re-exports another. The domain and the migrator are on
         // FoundationEssentials; ProcessSupervision and the hosts are above.
@@ -133,9 +145,9 @@ let package = Package(
             name: "GatewayCommands",
             dependencies: [
                 platform("Libpq"), platform("FunctionRuntime"), "Migrations", "ProcessSupervision", "FunctionGateway",
+                "ExecutorTakeover",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Gateway/GatewayCommands",
             swiftSettings: strict

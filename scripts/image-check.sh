@@ -168,6 +168,12 @@ done
     echo "image check: GET /readyz answered $ready" >&2
     exit 1
 }
+# The image's gateway links the Swift runtime in, and its tasks still run on NIO's event loops
+# (docs/decisions.md#one-executor): it says so at start when they do not.
+if grep -q 'NIO could not take it over' "$work/serve.err"; then
+    echo "image check: the image's gateway runs its tasks on Swift's own executor, not NIO's event loops" >&2
+    exit 1
+fi
 # The dev console is runner dev's alone: the image's server has none (docs/behaviour.md#dev-tools).
 for path in /_dev /_dev/api/state /_dev/console.js; do
     code=$(curl -s -o /dev/null -w '%{http_code}' -H 'x-dev-console: 1' "http://127.0.0.1:$port$path")

@@ -1,11 +1,10 @@
+import ExecutorTakeover
 import FunctionGateway
 import FunctionRuntime
 import ProcessSupervision
 import ArgumentParser
 import Foundation
 import Logging
-import NIOCore
-import NIOPosix
 
 /// The options of `gateway serve`, which `runner serve` shares (adding the FCM emulator): where to listen, how to
 /// invoke, the limits, the schedules, the function table.
@@ -64,7 +63,7 @@ package struct ServeOptions: ParsableArguments {
         // hop between the two at every await (docs/decisions.md#one-executor). Nothing the host does blocks a
         // thread (it awaits its workers' pipes and exits; it makes no database call), and this runs before its
         // first task: an argument parser's command has started none.
-        let oneExecutor = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        let oneExecutor = ExecutorTakeover.install()
         JSONLogHandler.bootstrap()
         var logger = Logger(label: label)
         logger[metadataKey: "function"] = .string(label)
