@@ -12,8 +12,8 @@
 #   BENCH_ONLY=startup BENCH_OUTPUT=/tmp/startup.md scripts/bench.sh  only the start-up section and the
 #                                                                     device table, elsewhere
 #   BENCH_ONLY=load BENCH_OUTPUT=bench-out/load.md scripts/bench.sh   only the load section (LoadBenchmark.swift),
-#                                                                     elsewhere; BENCH_LOAD_RATES (20,50,100,200,300
-#                                                                     recordings/s), BENCH_LOAD_SECONDS (20 per rate),
+#                                                                     elsewhere; BENCH_LOAD_RATES (20,50,100,200,300,
+#                                                                     500,700 recordings/s), BENCH_LOAD_SECONDS (20 per rate),
 #                                                                     BENCH_LOAD_RETRY_AFTER_RATE (the rate run again
 #                                                                     with Retry-After: 1 on the stand-in's 503s, 100;
 #                                                                     0: not run), BENCH_LOAD_PG_PORT (its own cluster),
