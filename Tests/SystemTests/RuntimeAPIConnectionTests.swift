@@ -10,7 +10,9 @@ import TestSupport
 /// The Runtime API's client (``RuntimeAPIConnection``) against hosts that misbehave, on real sockets: each request
 /// ends by its deadline with a named failure, whatever the host sends or withholds; and what it sends is the request
 /// line the address says.
-@Suite("the Runtime API client against hosts that misbehave", .timeLimit(.minutes(1)))
+// The limit guards against a hang only (each request's deadline is asserted inside): under the parallel suites on two
+// cores a test can wait minutes for a thread before it runs, as DbMigrateTests' did.
+@Suite("the Runtime API client against hosts that misbehave", .timeLimit(.minutes(6)))
 struct RuntimeAPIConnectionTests {
     /// A host on a loopback port (printed as its first line) that reads each request's head, then, by its
     /// argument: `silent` answers nothing and holds the connection; `garbage` answers what is not HTTP;
